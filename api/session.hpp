@@ -1,0 +1,38 @@
+// The library API shared by the CLI and the Python module: compile a model
+// (or load a saved Program) for a preset, simulate one step, build the report.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/common/params.hpp"
+#include "traces/program.pb.h"
+
+namespace tpusim {
+
+struct RunRequest {
+  std::string model_path;            // .onnx model, or a saved Program (.tpuprog, .tpuprog.txt)
+  std::string hw = "tpuv4";          // preset name or .textproto path
+  std::optional<std::string> mode;   // "training" (default for models) or "inference"
+  std::optional<int64_t> batch;      // for models with a symbolic batch dimension
+  ParamOverrides overrides;          // --set key=value, in order
+  double learning_rate = 0.01;
+};
+
+// The preset with the request's overrides applied and validated.
+HardwareParams resolveHardware(const RunRequest& request);
+
+// The Program the request describes: an ONNX model compiled for `hw`, or a saved Program.
+program::Program compileRequest(const RunRequest& request, const HardwareParams& hw);
+
+struct RunOutcome {
+  program::Program program;
+  nlohmann::ordered_json report;
+};
+
+RunOutcome runRequest(const RunRequest& request);
+
+}  // namespace tpusim

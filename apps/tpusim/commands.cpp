@@ -1,0 +1,159 @@
+#include "apps/tpusim/commands.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "api/session.hpp"
+#include "frontend/program_io.hpp"
+#include "report/report.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/log.hpp"
+#include "sim/common/params.hpp"
+
+namespace tpusim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+struct ModelOptions {
+  std::string model;
+  std::string hw = "tpuv4";
+  std::string mode;
+  int64_t batch = 0;
+  std::vector<std::string> sets;
+  std::string log_level = "warn";
+};
+
+po::options_description modelOptions(ModelOptions& o) {
+  po::options_description desc("options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("hw", po::value(&o.hw)->default_value(o.hw), "hardware preset (tpusim hw list) or .textproto file")
+      ("mode", po::value(&o.mode), "training (default) or inference")
+      ("batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")
+      ("set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")
+      ("log-level", po::value(&o.log_level)->default_value(o.log_level),
+       "trace, debug, info, warn, error, critical or off");
+  return desc;
+}
+
+// Parses `args`; returns false (after printing help) when --help was asked for.
+bool parse(const std::vector<std::string>& args, po::options_description& desc, const std::string& usage,
+           bool wants_model, std::string* model) {
+  po::options_description all;
+  all.add(desc);
+  std::string positional_model;
+  if (wants_model) all.add_options()("model", po::value(&positional_model), "model");
+  po::positional_options_description positional;
+  if (wants_model) positional.add("model", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << usage << "\n" << desc;
+    return false;
+  }
+  po::notify(vm);
+  if (wants_model) {
+    if (positional_model.empty()) throw Error(ErrorKind::kInvalidConfig, "missing MODEL argument (" + usage + ")");
+    *model = positional_model;
+  }
+  return true;
+}
+
+RunRequest toRequest(const ModelOptions& o) {
+  RunRequest request;
+  request.model_path = o.model;
+  request.hw = o.hw;
+  if (!o.mode.empty()) request.mode = o.mode;
+  if (o.batch != 0) {
+    if (o.batch < 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");
+    request.batch = o.batch;
+  }
+  for (const std::string& set : o.sets) request.overrides.push_back(parseOverride(set));
+  return request;
+}
+
+void printParams(const HardwareParams* hw) {
+  std::printf("%-34s %-12s %-12s %s\n", "parameter", hw ? "value" : "default", "unit", "description");
+  for (const ParamInfo& param : HardwareParams::declarations()) {
+    const std::string value = hw ? hw->valueText(param) : param.default_text;
+    std::printf("%-34s %-12s %-12s %s\n", param.name.c_str(), value.c_str(), param.unit.c_str(), param.doc.c_str());
+  }
+}
+
+}  // namespace
+
+int runCommand(const std::vector<std::string>& args) {
+  ModelOptions o;
+  std::string out_dir = "tpusim-out";
+  po::options_description desc = modelOptions(o);
+  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json");
+  if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
+  setLogLevel(o.log_level);
+  const RunOutcome outcome = runRequest(toRequest(o));
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
+  const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
+  writeReport(outcome.report, report_path);
+  std::cout << summarizeReport(outcome.report) << "report       " << report_path << "\n";
+  return 0;
+}
+
+int compileCommand(const std::vector<std::string>& args) {
+  ModelOptions o;
+  std::string output;
+  po::options_description desc = modelOptions(o);
+  desc.add_options()("output,o", po::value(&output), "Program file to write (.tpuprog binary, .tpuprog.txt text)");
+  if (!parse(args, desc, "usage: tpusim compile MODEL -o FILE [options]", true, &o.model)) return 0;
+  setLogLevel(o.log_level);
+  if (output.empty()) throw Error(ErrorKind::kInvalidConfig, "compile needs -o FILE");
+  if (!isProgramPath(output)) throw Error(ErrorKind::kInvalidConfig, "-o must end in .tpuprog or .tpuprog.txt");
+  const RunRequest request = toRequest(o);
+  const HardwareParams hw = resolveHardware(request);
+  const program::Program program = compileRequest(request, hw);
+  writeProgram(program, output);
+  std::cout << "wrote " << output << " (" << program.chips(0).instructions_size() << " instructions for "
+            << hw.name() << ")\n";
+  return 0;
+}
+
+int hwCommand(const std::vector<std::string>& args) {
+  const std::string usage = "usage: tpusim hw list | hw show PRESET [--set key=value] | hw params";
+  if (args.empty()) throw Error(ErrorKind::kInvalidConfig, "missing hw subcommand (" + usage + ")");
+  if (args[0] == "list") {
+    for (const std::string& name : HardwareParams::presetNames()) {
+      const HardwareParams hw = HardwareParams::load(name);
+      std::printf("%-10s %s\n", name.c_str(), hw.config().description().c_str());
+    }
+    return 0;
+  }
+  if (args[0] == "params") {
+    printParams(nullptr);
+    return 0;
+  }
+  if (args[0] == "show") {
+    std::vector<std::string> sets;
+    std::string preset;
+    po::options_description desc("options");
+    desc.add_options()("help,h", "show this help")(
+        "set", po::value(&sets)->composing(), "override a parameter: --set key=value (repeatable)");
+    const std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (!parse(rest, desc, usage, true, &preset)) return 0;
+    HardwareParams hw = HardwareParams::load(preset);
+    for (const std::string& set : sets) {
+      const auto [key, value] = parseOverride(set);
+      hw.set(key, value);
+    }
+    std::printf("%s: %s\n\n", hw.name().c_str(), hw.config().description().c_str());
+    printParams(&hw);
+    return 0;
+  }
+  throw Error(ErrorKind::kInvalidConfig, "unknown hw subcommand '" + args[0] + "' (" + usage + ")");
+}
+
+}  // namespace tpusim::cli

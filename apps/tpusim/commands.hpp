@@ -1,0 +1,13 @@
+// The subcommands of the tpusim CLI; each returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tpusim::cli {
+
+int runCommand(const std::vector<std::string>& args);
+int compileCommand(const std::vector<std::string>& args);
+int hwCommand(const std::vector<std::string>& args);
+
+}  // namespace tpusim::cli

@@ -1,0 +1,58 @@
+// The tpusim command line: parses arguments, calls the library (api/), and
+// turns every Error into one line on stderr and a non-zero exit code.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "apps/tpusim/commands.hpp"
+#include "sim/common/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: tpusim <command> [options]\n"
+    "commands:\n"
+    "  run MODEL       simulate one step of MODEL (.onnx or a saved Program) and write report.json\n"
+    "  compile MODEL   compile MODEL to a Program file (-o FILE)\n"
+    "  hw list         list the hardware presets\n"
+    "  hw show PRESET  print a preset's parameters with units and descriptions\n"
+    "  hw params       list every parameter with its default\n"
+    "run 'tpusim <command> --help' for its options\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "tpusim " << TPUSIM_VERSION << "\n";
+    return 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "run") return tpusim::cli::runCommand(args);
+    if (command == "compile") return tpusim::cli::compileCommand(args);
+    if (command == "hw") return tpusim::cli::hwCommand(args);
+    std::cerr << "tpusim: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const tpusim::Error& error) {
+    std::cerr << "tpusim: error: " << error.what() << "\n";
+    return tpusim::exitCodeFor(error.kind());
+  } catch (const po::error& error) {
+    std::cerr << "tpusim " << command << ": " << error.what() << " (see tpusim " << command << " --help)\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "tpusim: internal error: " << error.what() << "\n";
+    return tpusim::exitCodeFor(tpusim::ErrorKind::kInternal);
+  }
+}

@@ -1,0 +1,242 @@
+#include "frontend/import/onnx_import.hpp"
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <onnx/onnx_pb.h>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidInput, message); }
+
+std::string nodeLabel(const onnx::NodeProto& node) {
+  return "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
+         "' (" + node.op_type() + ")";
+}
+
+DType fromOnnxType(int32_t type, const std::string& what) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: break;
+  }
+  throw Error(ErrorKind::kUnsupported, what + " has ONNX element type " + std::to_string(type) + ", which tpusim does not support");
+}
+
+const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& attr : node.attribute()) {
+    if (attr.name() == name) return &attr;
+  }
+  return nullptr;
+}
+
+int64_t intAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  const auto* attr = attribute(node, name);
+  return attr ? attr->i() : fallback;
+}
+
+float floatAttribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  const auto* attr = attribute(node, name);
+  return attr ? attr->f() : fallback;
+}
+
+void rejectAttributesExcept(const onnx::NodeProto& node, const std::set<std::string>& known) {
+  for (const auto& attr : node.attribute()) {
+    if (!known.count(attr.name())) {
+      throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": attribute '" + attr.name() + "' is not supported yet");
+    }
+  }
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested)
+      : m_model(model), m_batch(batch), m_batch_requested(batch_requested) {}
+
+  ImportedModel run() {
+    checkOpset();
+    const onnx::GraphProto& graph = m_model.graph();
+    for (const auto& init : graph.initializer()) addInitializer(init);
+    for (const auto& input : graph.input()) {
+      if (!m_values.count(input.name())) addGraphInput(input);
+    }
+    for (const auto& node : graph.node()) importNode(node);
+    if (graph.output_size() == 0) invalid("the graph has no outputs");
+    for (const auto& output : graph.output()) m_result.graph.markOutput(value(output.name(), "graph output"));
+    m_result.batch = m_batch;
+    return std::move(m_result);
+  }
+
+ private:
+  void checkOpset() {
+    int64_t opset = -1;
+    for (const auto& import : m_model.opset_import()) {
+      if (import.domain().empty() || import.domain() == "ai.onnx") opset = import.version();
+    }
+    if (opset < 0) invalid("the model imports no default-domain opset");
+    if (opset < kOldestOnnxOpset) {
+      throw Error(ErrorKind::kUnsupported, "opset " + std::to_string(opset) + " is older than " +
+                                               std::to_string(kOldestOnnxOpset) +
+                                               ", the oldest tpusim reads (re-export with a newer opset)");
+    }
+  }
+
+  void addInitializer(const onnx::TensorProto& init) {
+    ir::Shape shape(init.dims().begin(), init.dims().end());
+    const DType dtype = fromOnnxType(init.data_type(), "initializer '" + init.name() + "'");
+    m_values[init.name()] = m_result.graph.addWeight(init.name(), shape, dtype);
+  }
+
+  void addGraphInput(const onnx::ValueInfoProto& input) {
+    const std::string what = "graph input '" + input.name() + "'";
+    if (!input.type().has_tensor_type()) throw Error(ErrorKind::kUnsupported, what + " is not a tensor");
+    const auto& tensor_type = input.type().tensor_type();
+    if (!tensor_type.has_shape()) invalid(what + " has no shape");
+    ir::Shape shape;
+    for (int i = 0; i < tensor_type.shape().dim_size(); ++i) {
+      const auto& dim = tensor_type.shape().dim(i);
+      if (dim.has_dim_value()) {
+        shape.push_back(dim.dim_value());
+      } else if (i == 0) {
+        shape.push_back(m_batch);  // symbolic batch dimension
+      } else {
+        throw Error(ErrorKind::kUnsupported, what + " has a symbolic dimension " + std::to_string(i) +
+                                                 " ('" + dim.dim_param() + "'); only the leading (batch) one may be");
+      }
+    }
+    // The first graph input's leading dimension is the batch; a fixed one wins
+    // over the default but must agree with an explicit --batch.
+    if (m_first_input && !shape.empty() && tensor_type.shape().dim(0).has_dim_value()) {
+      if (m_batch_requested && shape[0] != m_batch) {
+        throw Error(ErrorKind::kInvalidConfig, "batch " + std::to_string(m_batch) + " was requested but " + what +
+                                                   " has a fixed batch dimension of " + std::to_string(shape[0]));
+      }
+      m_batch = shape[0];
+    }
+    m_first_input = false;
+    const DType dtype = fromOnnxType(tensor_type.elem_type(), what);
+    const bool is_label = dtype == DType::kInt64 || dtype == DType::kInt32;
+    m_values[input.name()] = m_result.graph.addInput(input.name(), shape, dtype,
+                                                     is_label ? ir::TensorRole::kLabel : ir::TensorRole::kInput);
+  }
+
+  int value(const std::string& name, const std::string& user) const {
+    auto it = m_values.find(name);
+    if (it == m_values.end()) {
+      invalid(user + " uses '" + name + "', which no earlier node produces (the graph is cyclic, not in topological order, or incomplete)");
+    }
+    return it->second;
+  }
+
+  void define(const onnx::NodeProto& node, int tensor) {
+    if (node.output_size() != 1) throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": only single-output nodes are supported");
+    if (m_values.count(node.output(0))) invalid(nodeLabel(node) + " redefines value '" + node.output(0) + "'");
+    m_result.graph.rename(tensor, node.output(0));
+    m_values[node.output(0)] = tensor;
+  }
+
+  void expectInputs(const onnx::NodeProto& node, int min, int max) {
+    if (node.input_size() < min || node.input_size() > max) {
+      invalid(nodeLabel(node) + " has " + std::to_string(node.input_size()) + " inputs, expected " +
+              (min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)));
+    }
+  }
+
+  std::string opName(const onnx::NodeProto& node) {
+    return node.name().empty() ? node.op_type() + "_" + std::to_string(m_unnamed++) : node.name();
+  }
+
+  void importNode(const onnx::NodeProto& node) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": domain '" + node.domain() + "' is not supported");
+    }
+    const std::string& type = node.op_type();
+    const std::string label = nodeLabel(node);
+    ir::Graph& g = m_result.graph;
+    try {
+      if (type == "Gemm") {
+        expectInputs(node, 2, 3);
+        rejectAttributesExcept(node, {"alpha", "beta", "transA", "transB"});
+        if (floatAttribute(node, "alpha", 1.0f) != 1.0f || floatAttribute(node, "beta", 1.0f) != 1.0f) {
+          throw Error(ErrorKind::kUnsupported, label + ": Gemm with alpha or beta other than 1 is not supported yet");
+        }
+        const std::string name = opName(node);
+        int out = g.matmul(name, value(node.input(0), label), value(node.input(1), label),
+                           intAttribute(node, "transA", 0) != 0, intAttribute(node, "transB", 0) != 0);
+        if (node.input_size() == 3 && !node.input(2).empty()) out = g.add(name + ".bias", out, value(node.input(2), label));
+        define(node, out);
+      } else if (type == "MatMul") {
+        expectInputs(node, 2, 2);
+        define(node, g.matmul(opName(node), value(node.input(0), label), value(node.input(1), label), false, false));
+      } else if (type == "Add") {
+        expectInputs(node, 2, 2);
+        define(node, g.add(opName(node), value(node.input(0), label), value(node.input(1), label)));
+      } else if (type == "Relu") {
+        expectInputs(node, 1, 1);
+        define(node, g.relu(opName(node), value(node.input(0), label)));
+      } else if (type == "SoftmaxCrossEntropyLoss") {
+        expectInputs(node, 2, 2);
+        rejectAttributesExcept(node, {"reduction"});
+        const auto* reduction = attribute(node, "reduction");
+        if (reduction && reduction->s() != "mean") {
+          throw Error(ErrorKind::kUnsupported, label + ": reduction '" + reduction->s() + "' is not supported yet (only mean)");
+        }
+        define(node, g.softmaxCrossEntropy(opName(node), value(node.input(0), label), value(node.input(1), label)));
+        m_result.has_loss = true;
+      } else {
+        throw Error(ErrorKind::kUnsupported, label + ": op " + type + " is not supported yet (supported: " +
+                                                 supportedOnnxOps() + ")");
+      }
+    } catch (const Error& error) {
+      // Shape errors from the IR builders name the op; add the ONNX node.
+      if (std::string(error.what()).find(label) == std::string::npos) throw error.within(label);
+      throw;
+    }
+  }
+
+  const onnx::ModelProto& m_model;
+  int64_t m_batch;
+  bool m_batch_requested;
+  bool m_first_input = true;
+  ImportedModel m_result;
+  std::map<std::string, int> m_values;
+  int m_unnamed = 0;
+};
+
+}  // namespace
+
+const char* supportedOnnxOps() { return "Add, Gemm, MatMul, Relu, SoftmaxCrossEntropyLoss"; }
+
+ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {
+  const int64_t batch = options.batch.value_or(kDefaultBatch);
+  if (batch <= 0) throw Error(ErrorKind::kInvalidConfig, "batch size must be > 0 (got " + std::to_string(batch) + ")");
+  if (!model.has_graph() || model.graph().node_size() == 0) invalid("not an ONNX model: it has no graph nodes");
+  if (model.ir_version() <= 0) invalid("not an ONNX model: ir_version is missing");
+  return Importer(model, batch, options.batch.has_value()).run();
+}
+
+ImportedModel importOnnxFile(const std::string& path, const OnnxImportOptions& options) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(ErrorKind::kInvalidInput, "cannot open '" + path + "'");
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&file)) {
+    throw Error(ErrorKind::kInvalidInput, path + ": not an ONNX model (the file does not parse as an ONNX protobuf)");
+  }
+  try {
+    return importOnnxModel(model, options);
+  } catch (const Error& error) {
+    throw error.within(path);
+  }
+}
+
+}  // namespace tpusim

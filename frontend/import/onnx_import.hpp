@@ -1,0 +1,38 @@
+// ONNX import through Debian's libonnx (onnx_proto): a model file becomes an
+// IR Graph with static shapes. A symbolic leading (batch) dimension takes the
+// requested batch size.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "frontend/ir/graph.hpp"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace tpusim {
+
+inline constexpr int64_t kOldestOnnxOpset = 13;
+inline constexpr int64_t kDefaultBatch = 32;
+
+struct OnnxImportOptions {
+  std::optional<int64_t> batch;  // for symbolic batch dimensions; kDefaultBatch if unset
+};
+
+struct ImportedModel {
+  ir::Graph graph;
+  int64_t batch = 0;       // the batch size the graph was built for
+  bool has_loss = false;   // the model computes its own loss (SoftmaxCrossEntropyLoss)
+};
+
+// The ops the importer understands, for error messages and docs.
+const char* supportedOnnxOps();
+
+// Reads and imports a file; every problem is an Error naming the file and the node.
+ImportedModel importOnnxFile(const std::string& path, const OnnxImportOptions& options);
+ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options);
+
+}  // namespace tpusim

@@ -1,0 +1,212 @@
+#include "frontend/ir/graph.hpp"
+
+#include <sstream>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim::ir {
+
+namespace {
+
+[[noreturn]] void shapeError(const std::string& op, const std::string& detail) {
+  throw Error(ErrorKind::kInvalidInput, "op '" + op + "': " + detail);
+}
+
+bool isFloat(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+}
+
+}  // namespace
+
+int64_t elementCount(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape) count *= dim;
+  return count;
+}
+
+std::string shapeToString(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i > 0) text += ',';
+    text += std::to_string(shape[i]);
+  }
+  text += ']';
+  return text;
+}
+
+const char* tensorRoleName(TensorRole role) {
+  switch (role) {
+    case TensorRole::kInput: return "input";
+    case TensorRole::kLabel: return "label";
+    case TensorRole::kWeight: return "weight";
+    case TensorRole::kActivation: return "activation";
+    case TensorRole::kGradient: return "gradient";
+    case TensorRole::kLoss: return "loss";
+  }
+  return "?";
+}
+
+const char* opTypeName(OpType type) {
+  switch (type) {
+    case OpType::kMatMul: return "MatMul";
+    case OpType::kAdd: return "Add";
+    case OpType::kRelu: return "Relu";
+    case OpType::kReluGrad: return "ReluGrad";
+    case OpType::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
+    case OpType::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
+    case OpType::kReduceRows: return "ReduceRows";
+    case OpType::kSgdUpdate: return "SgdUpdate";
+  }
+  return "?";
+}
+
+int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
+  for (int64_t dim : shape) {
+    if (dim <= 0) throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has shape " + shapeToString(shape) + " with a non-positive dimension");
+  }
+  Tensor tensor;
+  tensor.id = static_cast<int>(m_tensors.size());
+  tensor.name = name;
+  tensor.shape = std::move(shape);
+  tensor.dtype = dtype;
+  tensor.role = role;
+  m_tensors.push_back(std::move(tensor));
+  m_producer.push_back(-1);
+  return m_tensors.back().id;
+}
+
+int Graph::addInput(const std::string& name, Shape shape, DType dtype, TensorRole role) {
+  return newTensor(name, std::move(shape), dtype, role);
+}
+
+int Graph::addWeight(const std::string& name, Shape shape, DType dtype) {
+  return newTensor(name, std::move(shape), dtype, TensorRole::kWeight);
+}
+
+const Tensor& Graph::checked(int id, const std::string& op_name) const {
+  if (id < 0 || static_cast<size_t>(id) >= m_tensors.size()) shapeError(op_name, "operand " + std::to_string(id) + " does not exist");
+  return m_tensors[static_cast<size_t>(id)];
+}
+
+int Graph::append(Op op, const std::string& out_name, Shape shape, DType dtype, TensorRole role) {
+  const int out = newTensor(out_name, std::move(shape), dtype, role);
+  op.outputs = {out};
+  m_producer[static_cast<size_t>(out)] = static_cast<int>(m_ops.size());
+  m_ops.push_back(std::move(op));
+  return out;
+}
+
+const Op* Graph::producer(int tensor) const {
+  const int index = m_producer.at(static_cast<size_t>(tensor));
+  return index < 0 ? nullptr : &m_ops[static_cast<size_t>(index)];
+}
+
+int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, TensorRole role) {
+  const Tensor& ta = checked(a, name);
+  const Tensor& tb = checked(b, name);
+  if (ta.shape.size() != 2 || tb.shape.size() != 2) {
+    shapeError(name, "MatMul needs 2-D operands, got " + shapeToString(ta.shape) + " and " + shapeToString(tb.shape));
+  }
+  if (ta.dtype != tb.dtype || !isFloat(ta.dtype)) shapeError(name, "MatMul operands must share one float dtype");
+  const int64_t m = transpose_a ? ta.shape[1] : ta.shape[0];
+  const int64_t k = transpose_a ? ta.shape[0] : ta.shape[1];
+  const int64_t kb = transpose_b ? tb.shape[1] : tb.shape[0];
+  const int64_t n = transpose_b ? tb.shape[0] : tb.shape[1];
+  if (k != kb) {
+    shapeError(name, "MatMul contracting dimensions differ: " + shapeToString(ta.shape) + (transpose_a ? "^T" : "") +
+                         " x " + shapeToString(tb.shape) + (transpose_b ? "^T" : ""));
+  }
+  Op op{name, OpType::kMatMul, {a, b}, {}, transpose_a, transpose_b, 0};
+  return append(std::move(op), name + ":out", {m, n}, ta.dtype, role);
+}
+
+int Graph::add(const std::string& name, int a, int b, TensorRole role) {
+  const Tensor& ta = checked(a, name);
+  const Tensor& tb = checked(b, name);
+  const bool same = ta.shape == tb.shape;
+  const bool row_broadcast = ta.shape.size() == 2 &&
+                             ((tb.shape.size() == 1 && tb.shape[0] == ta.shape[1]) ||
+                              (tb.shape.size() == 2 && tb.shape[0] == 1 && tb.shape[1] == ta.shape[1]));
+  if (!same && !row_broadcast) {
+    shapeError(name, "Add supports equal shapes or a row vector broadcast over a matrix, got " +
+                         shapeToString(ta.shape) + " + " + shapeToString(tb.shape));
+  }
+  if (ta.dtype != tb.dtype) shapeError(name, "Add operands have different dtypes");
+  Op op{name, OpType::kAdd, {a, b}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", ta.shape, ta.dtype, role);
+}
+
+int Graph::relu(const std::string& name, int x) {
+  const Tensor& tx = checked(x, name);
+  Op op{name, OpType::kRelu, {x}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
+}
+
+int Graph::reluGrad(const std::string& name, int dy, int x) {
+  const Tensor& tdy = checked(dy, name);
+  const Tensor& tx = checked(x, name);
+  if (tdy.shape != tx.shape) shapeError(name, "ReluGrad operands differ in shape");
+  Op op{name, OpType::kReluGrad, {dy, x}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
+}
+
+int Graph::softmaxCrossEntropy(const std::string& name, int logits, int labels) {
+  const Tensor& tl = checked(logits, name);
+  const Tensor& ty = checked(labels, name);
+  if (tl.shape.size() != 2 || ty.shape.size() != 1 || ty.shape[0] != tl.shape[0]) {
+    shapeError(name, "softmax cross-entropy needs logits [N, C] and labels [N], got " + shapeToString(tl.shape) +
+                         " and " + shapeToString(ty.shape));
+  }
+  if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32) shapeError(name, "labels must be int32 or int64 class ids");
+  Op op{name, OpType::kSoftmaxCrossEntropy, {logits, labels}, {}, false, false, 0};
+  return append(std::move(op), name + ":loss", {}, tl.dtype, TensorRole::kLoss);
+}
+
+int Graph::softmaxCrossEntropyGrad(const std::string& name, int logits, int labels) {
+  const Tensor& tl = checked(logits, name);
+  checked(labels, name);
+  Op op{name, OpType::kSoftmaxCrossEntropyGrad, {logits, labels}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", tl.shape, tl.dtype, TensorRole::kGradient);
+}
+
+int Graph::reduceRows(const std::string& name, int x, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (tx.shape.size() != 2) shapeError(name, "ReduceRows needs a matrix, got " + shapeToString(tx.shape));
+  Op op{name, OpType::kReduceRows, {x}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", {tx.shape[1]}, tx.dtype, role);
+}
+
+int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate) {
+  const Tensor& tw = checked(weight, name);
+  const Tensor& tg = checked(gradient, name);
+  if (tw.role != TensorRole::kWeight) shapeError(name, "SGD updates weights only; '" + tw.name + "' is not one");
+  if (tw.shape != tg.shape) {
+    shapeError(name, "gradient shape " + shapeToString(tg.shape) + " differs from weight shape " + shapeToString(tw.shape));
+  }
+  Op op{name, OpType::kSgdUpdate, {weight, gradient}, {}, false, false, learning_rate};
+  const int out = append(std::move(op), tw.name + ":updated", tw.shape, tw.dtype, TensorRole::kWeight);
+  m_tensors[static_cast<size_t>(out)].alias_of = weight;
+  return out;
+}
+
+std::string Graph::toString() const {
+  std::ostringstream text;
+  for (const Tensor& t : m_tensors) {
+    if (m_producer[static_cast<size_t>(t.id)] < 0) {
+      text << tensorRoleName(t.role) << " %" << t.id << " " << t.name << ": " << dtypeName(t.dtype)
+           << shapeToString(t.shape) << "\n";
+    }
+  }
+  for (const Op& op : m_ops) {
+    const Tensor& out = m_tensors[static_cast<size_t>(op.outputs[0])];
+    text << "%" << out.id << " = " << opTypeName(op.type);
+    if (op.transpose_a || op.transpose_b) text << "[ta=" << op.transpose_a << ",tb=" << op.transpose_b << "]";
+    text << "(";
+    for (size_t i = 0; i < op.inputs.size(); ++i) text << (i ? ", " : "") << "%" << op.inputs[i];
+    text << ") : " << dtypeName(out.dtype) << shapeToString(out.shape) << "  # " << op.name << "\n";
+  }
+  for (int output : m_outputs) text << "output %" << output << "\n";
+  return text.str();
+}
+
+}  // namespace tpusim::ir

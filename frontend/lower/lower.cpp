@@ -1,0 +1,338 @@
+#include "frontend/lower/lower.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+
+#include "frontend/lower/vector_costs.hpp"
+#include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
+
+namespace tpusim {
+
+namespace {
+
+using ir::OpType;
+
+program::DType toProgramDType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32: return program::F32;
+    case DType::kBF16: return program::BF16;
+    case DType::kF16: return program::F16;
+    case DType::kInt8: return program::INT8;
+    case DType::kInt32: return program::INT32;
+    case DType::kInt64: return program::INT64;
+    case DType::kBool: return program::BOOL;
+  }
+  return program::DTYPE_UNSPECIFIED;
+}
+
+program::BufferRole toBufferRole(ir::TensorRole role) {
+  switch (role) {
+    case ir::TensorRole::kInput:
+    case ir::TensorRole::kLabel: return program::INPUT;
+    case ir::TensorRole::kWeight: return program::WEIGHT;
+    case ir::TensorRole::kGradient: return program::GRADIENT;
+    case ir::TensorRole::kActivation:
+    case ir::TensorRole::kLoss: return program::ACTIVATION;
+  }
+  return program::ROLE_UNSPECIFIED;
+}
+
+std::string mib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+// Splits `extent` into at most `parts` contiguous chunks of ceil(extent / parts).
+std::vector<uint64_t> splitEvenly(uint64_t extent, uint64_t parts) {
+  std::vector<uint64_t> chunks;
+  const uint64_t chunk = (extent + parts - 1) / parts;
+  for (uint64_t start = 0; start < extent; start += chunk) chunks.push_back(std::min(chunk, extent - start));
+  return chunks;
+}
+
+// One HBM operand of an op on one core: how many of its bytes the core loads.
+struct Operand {
+  int tensor;
+  uint64_t bytes;
+};
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& graph, const config::HardwareConfig& hw, program::ChipProgram& chip)
+      : m_graph(graph), m_hw(hw), m_chip(chip) {}
+
+  void run() {
+    createHbmBuffers();
+    for (const ir::Op& op : m_graph.ops()) {
+      try {
+        lowerOp(op);
+      } catch (const Error& error) {
+        throw error.within("op '" + op.name + "'");
+      }
+    }
+  }
+
+ private:
+  struct Hazards {
+    std::vector<uint32_t> writers;  // instructions whose writes are the buffer's current contents
+    std::vector<uint32_t> readers;  // instructions that read it since
+  };
+
+  void createHbmBuffers() {
+    uint64_t total = 0;
+    for (const ir::Tensor& tensor : m_graph.tensors()) {
+      if (tensor.alias_of >= 0) {
+        m_hbm_buffer.push_back(m_hbm_buffer.at(static_cast<size_t>(tensor.alias_of)));
+        continue;
+      }
+      m_hbm_buffer.push_back(addBuffer(tensor.name, program::HBM, tensor, tensor.bytes(), 0));
+      total += tensor.bytes();
+    }
+    m_hazards.resize(m_chip.buffers_size());
+    const double capacity = m_hw.hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0;
+    if (static_cast<double>(total) > capacity) {
+      std::vector<const ir::Tensor*> largest;
+      for (const ir::Tensor& tensor : m_graph.tensors()) {
+        if (tensor.alias_of < 0) largest.push_back(&tensor);
+      }
+      std::sort(largest.begin(), largest.end(), [](auto* a, auto* b) { return a->bytes() > b->bytes() || (a->bytes() == b->bytes() && a->id < b->id); });
+      std::string names;
+      for (size_t i = 0; i < std::min<size_t>(3, largest.size()); ++i) {
+        names += (i ? ", " : "") + largest[i]->name + " " + mib(largest[i]->bytes());
+      }
+      throw Error(ErrorKind::kResource, "the step needs " + mib(total) + " of HBM but " + m_hw.name() + " has " +
+                                            mib(static_cast<uint64_t>(capacity)) + " (largest: " + names +
+                                            "); use a smaller batch, or a larger preset");
+    }
+  }
+
+  uint32_t addBuffer(const std::string& name, program::MemorySpace space, const ir::Tensor& tensor, uint64_t bytes,
+                     uint32_t core) {
+    program::Buffer* buffer = m_chip.add_buffers();
+    buffer->set_id(static_cast<uint32_t>(m_chip.buffers_size() - 1));
+    buffer->set_name(name);
+    buffer->set_space(space);
+    buffer->set_dtype(toProgramDType(tensor.dtype));
+    if (space == program::HBM) {
+      for (int64_t dim : tensor.shape) buffer->add_shape(dim);
+    }
+    buffer->set_bytes(bytes);
+    buffer->set_role(space == program::HBM ? toBufferRole(tensor.role) : program::STAGING);
+    buffer->set_core(core);
+    return buffer->id();
+  }
+
+  program::Instruction& newInstruction(const ir::Op& op, const std::string& part, program::Unit unit, uint32_t core,
+                                       uint32_t unit_index) {
+    program::Instruction* ins = m_chip.add_instructions();
+    ins->set_id(static_cast<uint32_t>(m_chip.instructions_size() - 1));
+    ins->set_name(op.name + ".c" + std::to_string(core) + "." + part);
+    ins->set_op(op.name);
+    ins->set_op_type(ir::opTypeName(op.type));
+    ins->set_unit(unit);
+    ins->set_core(core);
+    ins->set_unit_index(unit_index);
+    return *ins;
+  }
+
+  // DMA of `operand` into a fresh VMEM buffer of `core`; returns the instruction id and the VMEM buffer.
+  std::pair<uint32_t, uint32_t> load(const ir::Op& op, uint32_t core, const Operand& operand) {
+    const ir::Tensor& tensor = m_graph.tensor(operand.tensor);
+    const uint32_t hbm = m_hbm_buffer[static_cast<size_t>(operand.tensor)];
+    const uint32_t vmem = addBuffer(op.name + ".c" + std::to_string(core) + "." + tensor.name, program::VMEM, tensor,
+                                    operand.bytes, core);
+    program::Instruction& ins = newInstruction(op, "load." + tensor.name, program::DMA, core, 0);
+    setDma(ins, program::HBM, program::VMEM, operand.bytes);
+    ins.add_reads(hbm);
+    ins.add_writes(vmem);
+    for (uint32_t writer : m_hazards[hbm].writers) ins.add_deps(writer);
+    m_hazards[hbm].readers.push_back(ins.id());
+    return {ins.id(), vmem};
+  }
+
+  uint32_t store(const ir::Op& op, uint32_t core, uint32_t vmem, uint64_t bytes, const std::vector<uint32_t>& compute) {
+    const int out = op.outputs[0];
+    const uint32_t hbm = m_hbm_buffer[static_cast<size_t>(out)];
+    const uint32_t engine = static_cast<uint32_t>(m_hw.dma().engines_per_core() - 1);
+    program::Instruction& ins = newInstruction(op, "store", program::DMA, core, engine);
+    setDma(ins, program::VMEM, program::HBM, bytes);
+    ins.add_reads(vmem);
+    ins.add_writes(hbm);
+    std::vector<uint32_t> deps = compute;
+    deps.insert(deps.end(), m_hazards[hbm].readers.begin(), m_hazards[hbm].readers.end());  // write after read
+    deps.insert(deps.end(), m_hazards[hbm].writers.begin(), m_hazards[hbm].writers.end());  // write after write
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    for (uint32_t dep : deps) ins.add_deps(dep);
+    return ins.id();
+  }
+
+  static void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t bytes) {
+    if (bytes > std::numeric_limits<uint32_t>::max()) {
+      throw Error(ErrorKind::kUnsupported, "a transfer of " + mib(bytes) + " exceeds 4 GiB; tiling large ops is not implemented yet");
+    }
+    program::DmaTransfer* dma = ins.mutable_dma();
+    dma->set_src(src);
+    dma->set_dst(dst);
+    dma->set_bytes(bytes);
+    ins.set_bytes(bytes);
+  }
+
+  void checkVmem(uint32_t core, uint64_t bytes) const {
+    const double capacity = m_hw.vmem().capacity_mib() * 1024.0 * 1024.0;
+    if (static_cast<double>(bytes) > capacity) {
+      throw Error(ErrorKind::kResource, "needs " + mib(bytes) + " of VMEM on core " + std::to_string(core) + " but " +
+                                            m_hw.name() + " has " + mib(static_cast<uint64_t>(capacity)) +
+                                            " per core; tiling ops larger than VMEM is not implemented yet (use a smaller batch)");
+    }
+  }
+
+  // Completes an op: the output buffer's contents are now the stores' writes.
+  void finish(const ir::Op& op, std::vector<uint32_t> stores) {
+    Hazards& hazards = m_hazards[m_hbm_buffer[static_cast<size_t>(op.outputs[0])]];
+    hazards.writers = std::move(stores);
+    hazards.readers.clear();
+  }
+
+  void lowerOp(const ir::Op& op) {
+    if (op.type == OpType::kMatMul) {
+      lowerMatMul(op);
+    } else {
+      lowerVector(op);
+    }
+  }
+
+  void lowerMatMul(const ir::Op& op) {
+    const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
+    const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+    const uint64_t m = static_cast<uint64_t>(out.shape[0]);
+    const uint64_t n = static_cast<uint64_t>(out.shape[1]);
+    const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[0] : a.shape[1]);
+    const uint64_t element = dtypeBytes(a.dtype);
+    const std::vector<uint64_t> rows = splitEvenly(m, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+    std::vector<uint32_t> stores;
+    for (uint32_t core = 0; core < rows.size(); ++core) {
+      const uint64_t m_core = rows[core];
+      const uint64_t lhs_bytes = m_core * k * element;
+      const uint64_t rhs_bytes = m_graph.tensor(op.inputs[1]).bytes();
+      const uint64_t out_bytes = m_core * n * dtypeBytes(out.dtype);
+      checkVmem(core, lhs_bytes + rhs_bytes + out_bytes);
+      const auto [load_a, vmem_a] = load(op, core, {op.inputs[0], lhs_bytes});
+      const auto [load_b, vmem_b] = load(op, core, {op.inputs[1], rhs_bytes});
+      const uint32_t vmem_out = addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
+      std::vector<uint32_t> compute;
+      const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
+      for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
+        program::Instruction& ins = newInstruction(op, "mxu" + std::to_string(mxu), program::MXU, core, mxu);
+        program::MatMul* mm = ins.mutable_matmul();
+        mm->set_m(m_core);
+        mm->set_k(k);
+        mm->set_n(cols[mxu]);
+        mm->set_input_dtype(toProgramDType(a.dtype));
+        mm->set_accumulate_dtype(program::F32);
+        mm->set_transpose_lhs(op.transpose_a);
+        mm->set_transpose_rhs(op.transpose_b);
+        ins.set_flops(2 * m_core * k * cols[mxu]);
+        ins.set_bytes((m_core * k + k * cols[mxu]) * element + m_core * cols[mxu] * dtypeBytes(out.dtype));
+        ins.add_reads(vmem_a);
+        ins.add_reads(vmem_b);
+        ins.add_writes(vmem_out);
+        ins.add_deps(load_a);
+        ins.add_deps(load_b);
+        compute.push_back(ins.id());
+      }
+      stores.push_back(store(op, core, vmem_out, out_bytes, compute));
+    }
+    finish(op, std::move(stores));
+  }
+
+  void lowerVector(const ir::Op& op) {
+    const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+    const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
+    // The dimension split across cores, and the elements the op processes.
+    uint64_t extent = 1;
+    uint64_t elements = static_cast<uint64_t>(ir::elementCount(out.shape));
+    program::VectorKind kind = program::ELEMENTWISE;
+    switch (op.type) {
+      case OpType::kSoftmaxCrossEntropy:  // to a scalar: one core does it all
+        elements = static_cast<uint64_t>(ir::elementCount(first.shape));
+        kind = program::REDUCTION;
+        break;
+      case OpType::kReduceRows:  // [M, N] -> [N], split along N
+        extent = static_cast<uint64_t>(out.shape[0]);
+        elements = static_cast<uint64_t>(ir::elementCount(first.shape));
+        kind = program::REDUCTION;
+        break;
+      default:
+        extent = out.shape.empty() ? 1 : static_cast<uint64_t>(out.shape[0]);
+        break;
+    }
+    const std::vector<uint64_t> shares = splitEvenly(extent, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+    std::vector<uint32_t> stores;
+    for (uint32_t core = 0; core < shares.size(); ++core) {
+      const uint64_t share = shares[core];
+      std::vector<Operand> operands;
+      for (int input : op.inputs) {
+        const ir::Tensor& tensor = m_graph.tensor(input);
+        // Operands laid out along the split dimension are split with it; others (a broadcast bias) load whole.
+        const bool split = op.type == OpType::kReduceRows ||
+                           (!tensor.shape.empty() && static_cast<uint64_t>(tensor.shape[0]) == extent &&
+                            (tensor.shape.size() == out.shape.size() || op.type == OpType::kSoftmaxCrossEntropyGrad));
+        operands.push_back({input, split ? tensor.bytes() / extent * share : tensor.bytes()});
+      }
+      const uint64_t out_bytes = out.bytes() / extent * share;
+      uint64_t vmem_bytes = out_bytes;
+      for (const Operand& operand : operands) vmem_bytes += operand.bytes;
+      checkVmem(core, vmem_bytes);
+      std::vector<uint32_t> loads;
+      std::vector<uint32_t> vmem_inputs;
+      for (const Operand& operand : operands) {
+        const auto [ins, vmem] = load(op, core, operand);
+        loads.push_back(ins);
+        vmem_inputs.push_back(vmem);
+      }
+      const uint32_t vmem_out = addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
+      program::Instruction& ins = newInstruction(op, "vpu", program::VPU, core, 0);
+      program::VectorOp* vector = ins.mutable_vector();
+      const uint64_t core_elements = elements / extent * share;
+      vector->set_kind(kind);
+      vector->set_elements(core_elements);
+      vector->set_ops_per_element(vectorOpsPerElement(op.type));
+      vector->set_dtype(toProgramDType(out.dtype));
+      ins.set_flops(core_elements * vectorOpsPerElement(op.type));
+      ins.set_bytes(vmem_bytes);
+      for (uint32_t vmem : vmem_inputs) ins.add_reads(vmem);
+      ins.add_writes(vmem_out);
+      for (uint32_t dep : loads) ins.add_deps(dep);
+      stores.push_back(store(op, core, vmem_out, out_bytes, {ins.id()}));
+    }
+    finish(op, std::move(stores));
+  }
+
+  const ir::Graph& m_graph;
+  const config::HardwareConfig& m_hw;
+  program::ChipProgram& m_chip;
+  std::vector<uint32_t> m_hbm_buffer;  // per tensor
+  std::vector<Hazards> m_hazards;      // per buffer (HBM ones used)
+};
+
+}  // namespace
+
+program::Program lowerToProgram(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options) {
+  program::Program result;
+  result.set_format(kProgramFormat);
+  result.set_schema_version(kProgramSchemaVersion);
+  result.set_model(options.model);
+  result.set_mode(options.mode);
+  result.set_target_hw(hw.name());
+  result.set_batch(options.batch);
+  program::ChipProgram* chip = result.add_chips();
+  chip->set_chip(0);
+  Lowerer(graph, hw.config(), *chip).run();
+  return result;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,178 @@
+#include "frontend/train/training_graph.hpp"
+
+#include <map>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+using ir::Graph;
+using ir::Op;
+using ir::OpType;
+using ir::TensorRole;
+
+// Appends the gradient contributions of one forward op, given the gradient of its output.
+class Backward {
+ public:
+  explicit Backward(Graph& graph) : m_graph(graph), m_needs_grad(graph.tensors().size(), false) {
+    for (const ir::Tensor& tensor : graph.tensors()) {
+      if (tensor.role == TensorRole::kWeight) m_needs_grad[static_cast<size_t>(tensor.id)] = true;
+    }
+    for (const Op& op : graph.ops()) {
+      bool any = false;
+      for (int input : op.inputs) any = any || m_needs_grad[static_cast<size_t>(input)];
+      for (int output : op.outputs) m_needs_grad[static_cast<size_t>(output)] = any;
+    }
+  }
+
+  void run(int loss) {
+    const std::vector<Op> forward = m_graph.ops();  // copy: the loop appends ops
+    for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+      const Op& op = *it;
+      if (op.type == OpType::kSoftmaxCrossEntropy && op.outputs[0] == loss) {
+        accumulate(op.inputs[0], m_graph.softmaxCrossEntropyGrad(op.name + ".grad", op.inputs[0], op.inputs[1]));
+        continue;
+      }
+      auto grad = m_grads.find(op.outputs[0]);
+      if (grad == m_grads.end()) continue;
+      differentiate(op, grad->second);
+    }
+  }
+
+  const std::map<int, int>& grads() const { return m_grads; }
+
+ private:
+  bool needs(int tensor) const { return m_needs_grad[static_cast<size_t>(tensor)]; }
+
+  void accumulate(int tensor, int gradient) {
+    auto [it, inserted] = m_grads.emplace(tensor, gradient);
+    if (!inserted) {
+      it->second = m_graph.add(m_graph.tensor(tensor).name + ".grad_sum" + std::to_string(m_sums++), it->second,
+                               gradient, TensorRole::kGradient);
+    }
+  }
+
+  void differentiate(const Op& op, int dy) {
+    const std::string base = op.name + ".grad";
+    switch (op.type) {
+      case OpType::kMatMul: {
+        const int a = op.inputs[0];
+        const int b = op.inputs[1];
+        const bool ta = op.transpose_a;
+        const bool tb = op.transpose_b;
+        // y = op(a) op(b). da = dy op(b)^T, db = op(a)^T dy, each laid out like a resp. b.
+        if (needs(a)) {
+          accumulate(a, ta ? m_graph.matmul(base + "_a", b, dy, tb, true, TensorRole::kGradient)
+                           : m_graph.matmul(base + "_a", dy, b, false, !tb, TensorRole::kGradient));
+        }
+        if (needs(b)) {
+          accumulate(b, tb ? m_graph.matmul(base + "_b", dy, a, true, ta, TensorRole::kGradient)
+                           : m_graph.matmul(base + "_b", a, dy, !ta, false, TensorRole::kGradient));
+        }
+        break;
+      }
+      case OpType::kAdd: {
+        const int a = op.inputs[0];
+        const int b = op.inputs[1];
+        if (needs(a)) accumulate(a, dy);
+        if (needs(b)) {
+          const ir::Shape& b_shape = m_graph.tensor(b).shape;
+          if (b_shape == m_graph.tensor(a).shape) {
+            accumulate(b, dy);
+          } else if (b_shape.size() == 1) {
+            accumulate(b, m_graph.reduceRows(base + "_b", dy));
+          } else {
+            throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': the gradient of a [1, N] broadcast operand is not supported yet");
+          }
+        }
+        break;
+      }
+      case OpType::kRelu:
+        if (needs(op.inputs[0])) accumulate(op.inputs[0], m_graph.reluGrad(base, dy, op.inputs[0]));
+        break;
+      default:
+        throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
+    }
+  }
+
+  Graph& m_graph;
+  std::vector<bool> m_needs_grad;
+  std::map<int, int> m_grads;  // tensor -> its gradient
+  int m_sums = 0;
+};
+
+int lossOf(const ImportedModel& model, Graph& graph) {
+  if (model.has_loss) {
+    for (int output : graph.outputs()) {
+      if (graph.tensor(output).role == TensorRole::kLoss) return output;
+    }
+    throw Error(ErrorKind::kInvalidInput, "the model's SoftmaxCrossEntropyLoss is not a graph output");
+  }
+  if (graph.outputs().size() != 1) {
+    throw Error(ErrorKind::kUnsupported, "training needs a loss: the model has " + std::to_string(graph.outputs().size()) +
+                                             " outputs, and tpusim adds softmax cross-entropy only to a single output");
+  }
+  const ir::Tensor logits = graph.tensor(graph.outputs()[0]);
+  if (logits.shape.size() != 2) {
+    throw Error(ErrorKind::kUnsupported, "training adds softmax cross-entropy to a [batch, classes] output; '" +
+                                             logits.name + "' is " + ir::shapeToString(logits.shape));
+  }
+  const int labels = graph.addInput("labels", {logits.shape[0]}, DType::kInt64, TensorRole::kLabel);
+  return graph.softmaxCrossEntropy("loss", logits.id, labels);
+}
+
+}  // namespace
+
+Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& options) {
+  Graph graph = model.graph;
+  const int loss = lossOf(model, graph);
+  Backward backward(graph);
+  backward.run(loss);
+  bool any_weight = false;
+  const size_t weight_count = graph.tensors().size();  // updates append tensors
+  for (size_t id = 0; id < weight_count; ++id) {
+    const ir::Tensor& tensor = graph.tensor(static_cast<int>(id));
+    if (tensor.role != TensorRole::kWeight || graph.producer(tensor.id) != nullptr) continue;
+    auto grad = backward.grads().find(tensor.id);
+    if (grad == backward.grads().end()) continue;  // a weight the loss does not depend on
+    const std::string name = tensor.name + ".sgd";
+    graph.sgdUpdate(name, tensor.id, grad->second, options.learning_rate);
+    any_weight = true;
+  }
+  if (!any_weight) throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
+  Graph result = std::move(graph);
+  result.markOutput(loss);
+  return result;
+}
+
+Graph buildInferenceGraph(const ImportedModel& model) {
+  if (!model.has_loss) return model.graph;
+  // Replay the forward ops without the loss; the logits become outputs.
+  const Graph& source = model.graph;
+  Graph graph;
+  std::map<int, int> map;
+  for (const ir::Tensor& tensor : source.tensors()) {
+    if (source.producer(tensor.id) != nullptr) continue;
+    if (tensor.role == TensorRole::kLabel) continue;
+    map[tensor.id] = tensor.role == TensorRole::kWeight ? graph.addWeight(tensor.name, tensor.shape, tensor.dtype)
+                                                        : graph.addInput(tensor.name, tensor.shape, tensor.dtype, tensor.role);
+  }
+  for (const Op& op : source.ops()) {
+    auto in = [&](size_t i) { return map.at(op.inputs[i]); };
+    int out = -1;
+    switch (op.type) {
+      case OpType::kMatMul: out = graph.matmul(op.name, in(0), in(1), op.transpose_a, op.transpose_b); break;
+      case OpType::kAdd: out = graph.add(op.name, in(0), in(1)); break;
+      case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
+      case OpType::kSoftmaxCrossEntropy: graph.markOutput(in(0)); continue;
+      default: throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
+    }
+    graph.rename(out, source.tensor(op.outputs[0]).name);
+    map[op.outputs[0]] = out;
+  }
+  return graph;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,32 @@
+// report.json: the stable, versioned result of one simulated step
+// (docs/report.md documents every field). Built only from the Program and
+// the stats registry and timeline of the run.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/chip/driver.hpp"
+#include "sim/common/params.hpp"
+#include "traces/program.pb.h"
+
+namespace tpusim {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct RunInfo {
+  std::string model;
+  ParamOverrides overrides;
+};
+
+nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result,
+                                   const HardwareParams& hw, const RunInfo& info);
+
+// Writes `report` as indented JSON; the text is the same for the same inputs.
+void writeReport(const nlohmann::ordered_json& report, const std::string& path);
+
+// The human summary printed by `tpusim run`.
+std::string summarizeReport(const nlohmann::ordered_json& report);
+
+}  // namespace tpusim

@@ -1,0 +1,28 @@
+#include "sim/chip/chip.hpp"
+
+namespace tpusim {
+
+Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw,
+           const program::ChipProgram& program, UnitContext context)
+    : sc_core::sc_module(name), m_scoreboard(static_cast<size_t>(program.instructions_size())) {
+  const std::string prefix = "chip" + std::to_string(context.chip);
+  context.scoreboard = &m_scoreboard;
+  const ClockDomain& clock = *context.clock;
+  const ChannelTiming hbm_timing{hw.hbm().bandwidth_gbps() * 1e9 / clock.frequencyHz(),
+                             clock.cyclesCovering(hw.hbm().latency_ns() * 1e-9)};
+  m_hbm = std::make_unique<Hbm>("hbm", prefix + ".hbm", clock, hbm_timing, *context.stats,
+                                *context.total_cycles);
+
+  std::vector<std::vector<const program::Instruction*>> per_core(static_cast<size_t>(hw.chip().tensor_cores()));
+  for (const program::Instruction& instruction : program.instructions()) {
+    per_core[instruction.core()].push_back(&instruction);
+  }
+  for (size_t core = 0; core < per_core.size(); ++core) {
+    const std::string core_name = "core" + std::to_string(core);
+    m_cores.push_back(std::make_unique<TensorCore>(core_name.c_str(), prefix + "." + core_name, hw, context,
+                                                   std::move(per_core[core])));
+    for (auto& dma : m_cores.back()->dmaEngines()) dma->socket.bind(m_hbm->socket);
+  }
+}
+
+}  // namespace tpusim

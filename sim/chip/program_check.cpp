@@ -1,0 +1,82 @@
+#include "sim/chip/program_check.hpp"
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+[[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kInvalidInput, message); }
+
+void checkInstruction(const program::ChipProgram& chip, const program::Instruction& ins, uint32_t index,
+                      const config::HardwareConfig& hw) {
+  const std::string where = "instruction " + std::to_string(index) + " (" + ins.name() + ")";
+  if (ins.id() != index) fail(where + " has id " + std::to_string(ins.id()) + "; ids must equal positions");
+  for (uint32_t dep : ins.deps()) {
+    if (dep >= index) {
+      fail(where + " depends on instruction " + std::to_string(dep) +
+           ", which is not earlier: the program is cyclic or out of dependency order");
+    }
+  }
+  for (uint32_t buffer : ins.reads()) {
+    if (buffer >= static_cast<uint32_t>(chip.buffers_size())) fail(where + " reads unknown buffer " + std::to_string(buffer));
+  }
+  for (uint32_t buffer : ins.writes()) {
+    if (buffer >= static_cast<uint32_t>(chip.buffers_size())) fail(where + " writes unknown buffer " + std::to_string(buffer));
+  }
+  if (ins.core() >= static_cast<uint64_t>(hw.chip().tensor_cores())) {
+    fail(where + " runs on core " + std::to_string(ins.core()) + " but " + hw.name() + " has " +
+         std::to_string(hw.chip().tensor_cores()) + " TensorCore(s)");
+  }
+  switch (ins.unit()) {
+    case program::MXU:
+      if (!ins.has_matmul()) fail(where + " is on an MXU but is not a matmul");
+      if (ins.unit_index() >= static_cast<uint64_t>(hw.mxu().per_core())) {
+        fail(where + " uses MXU " + std::to_string(ins.unit_index()) + " but a core has " +
+             std::to_string(hw.mxu().per_core()));
+      }
+      if (ins.matmul().m() == 0 || ins.matmul().k() == 0 || ins.matmul().n() == 0) fail(where + " is an empty matmul");
+      break;
+    case program::VPU:
+      if (!ins.has_vector()) fail(where + " is on the vector unit but is not a vector op");
+      if (ins.unit_index() != 0) fail(where + " uses vector unit " + std::to_string(ins.unit_index()) + "; a core has one");
+      break;
+    case program::DMA:
+      if (!ins.has_dma()) fail(where + " is on a DMA engine but is not a transfer");
+      if (ins.unit_index() >= static_cast<uint64_t>(hw.dma().engines_per_core())) {
+        fail(where + " uses DMA engine " + std::to_string(ins.unit_index()) + " but a core has " +
+             std::to_string(hw.dma().engines_per_core()));
+      }
+      if (ins.dma().bytes() > std::numeric_limits<uint32_t>::max()) {
+        fail(where + " moves " + std::to_string(ins.dma().bytes()) + " bytes; one transfer is at most 4 GiB");
+      }
+      break;
+    default:
+      fail(where + " has no execution unit");
+  }
+}
+
+}  // namespace
+
+void validateProgram(const program::Program& program, const config::HardwareConfig& hw) {
+  if (program.format() != kProgramFormat) fail("not a tpusim Program (format field is '" + program.format() + "')");
+  if (program.schema_version() != kProgramSchemaVersion) {
+    fail("Program schema version " + std::to_string(program.schema_version()) + " is not supported (this tpusim reads " +
+         std::to_string(kProgramSchemaVersion) + ")");
+  }
+  if (program.chips_size() == 0) fail("the Program has no chips");
+  for (const program::ChipProgram& chip : program.chips()) {
+    for (int i = 0; i < chip.buffers_size(); ++i) {
+      if (chip.buffers(i).id() != static_cast<uint32_t>(i)) fail("buffer " + std::to_string(i) + " has a wrong id");
+    }
+    for (int i = 0; i < chip.instructions_size(); ++i) {
+      checkInstruction(chip, chip.instructions(i), static_cast<uint32_t>(i), hw);
+    }
+  }
+}
+
+}  // namespace tpusim

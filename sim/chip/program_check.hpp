@@ -1,0 +1,16 @@
+// Checks a Program before simulation, so that a bad file or a Program built
+// for other hardware is a clear error, not a crash inside the kernel.
+#pragma once
+
+#include "configs/hardware.pb.h"
+#include "traces/program.pb.h"
+#include "traces/program_format.hpp"
+
+namespace tpusim {
+
+// Throws Error naming the first problem: wrong format or version, ids out of
+// order, a dependency that is not on an earlier instruction (this also rules
+// out cycles), a unit, core or buffer that does not exist, an empty matmul.
+void validateProgram(const program::Program& program, const config::HardwareConfig& hw);
+
+}  // namespace tpusim
