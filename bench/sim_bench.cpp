@@ -1,0 +1,63 @@
+// Simulation speed: compiling and simulating one training step of the
+// shipped MLP, and the raw MXU/scoreboard path on a long chain of matmuls.
+// Run: build/bench/sim_bench (figures depend on the machine; quote medians).
+#include <benchmark/benchmark.h>
+
+#include "api/session.hpp"
+#include "sim/chip/driver.hpp"
+#include "traces/program_format.hpp"
+
+namespace {
+
+tpusim::RunRequest mlpRequest(int64_t batch) {
+  tpusim::RunRequest request;
+  request.model_path = TPUSIM_SOURCE_DIR "/traces/mlp.onnx";
+  request.batch = batch;
+  return request;
+}
+
+void BM_CompileMlpStep(benchmark::State& state) {
+  const tpusim::RunRequest request = mlpRequest(state.range(0));
+  const tpusim::HardwareParams hw = tpusim::resolveHardware(request);
+  for (auto _ : state) benchmark::DoNotOptimize(tpusim::compileRequest(request, hw));
+}
+BENCHMARK(BM_CompileMlpStep)->Arg(32)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_SimulateMlpStep(benchmark::State& state) {
+  const tpusim::RunRequest request = mlpRequest(state.range(0));
+  const tpusim::HardwareParams hw = tpusim::resolveHardware(request);
+  const tpusim::program::Program program = tpusim::compileRequest(request, hw);
+  uint64_t instructions = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tpusim::simulate(program, hw).total_cycles);
+    instructions += static_cast<uint64_t>(program.chips(0).instructions_size());
+  }
+  state.counters["instructions/s"] = benchmark::Counter(static_cast<double>(instructions), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SimulateMlpStep)->Arg(32)->Arg(1024)->Unit(benchmark::kMillisecond);
+
+void BM_SimulateDependentChain(benchmark::State& state) {
+  tpusim::program::Program program;
+  program.set_format(tpusim::kProgramFormat);
+  program.set_schema_version(tpusim::kProgramSchemaVersion);
+  auto* chip = program.add_chips();
+  for (int64_t i = 0; i < state.range(0); ++i) {
+    auto* ins = chip->add_instructions();
+    ins->set_id(static_cast<uint32_t>(i));
+    ins->set_name("mm" + std::to_string(i));
+    ins->set_unit(tpusim::program::MXU);
+    ins->set_unit_index(static_cast<uint32_t>(i % 4));
+    ins->mutable_matmul()->set_m(256);
+    ins->mutable_matmul()->set_k(256);
+    ins->mutable_matmul()->set_n(256);
+    if (i > 0) ins->add_deps(static_cast<uint32_t>(i - 1));
+  }
+  const tpusim::HardwareParams hw = tpusim::HardwareParams::load("tpuv4");
+  for (auto _ : state) benchmark::DoNotOptimize(tpusim::simulate(program, hw).total_cycles);
+  state.SetItemsProcessed(state.iterations() * state.range(0));
+}
+BENCHMARK(BM_SimulateDependentChain)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,100 @@
+#include "frontend/lower/lower.hpp"
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "frontend/train/training_graph.hpp"
+#include "sim/common/error.hpp"
+#include "tests/support/onnx_builder.hpp"
+
+namespace tpusim {
+namespace {
+
+program::Program lowerMlp(const HardwareParams& hw, int64_t batch = 32) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{batch});
+  return lowerToProgram(buildTrainingGraph(model, TrainingOptions{}), hw, LowerOptions{"mlp", "training", 32});
+}
+
+const program::Buffer& bufferNamed(const program::ChipProgram& chip, const std::string& name) {
+  for (const auto& buffer : chip.buffers()) {
+    if (buffer.name() == name) return buffer;
+  }
+  throw std::runtime_error("no buffer " + name);
+}
+
+TEST(Lower, DependenciesPointBackwardsAndFollowBuffers) {
+  const program::Program program = lowerMlp(HardwareParams::load("tpuv4"));
+  const program::ChipProgram& chip = program.chips(0);
+  for (const auto& ins : chip.instructions()) {
+    for (uint32_t dep : ins.deps()) EXPECT_LT(dep, ins.id()) << ins.name();
+  }
+  // Write after read: the store of w1's SGD update waits for every earlier load of w1.
+  const uint32_t w1 = bufferNamed(chip, "w1").id();
+  std::set<uint32_t> loads;
+  for (const auto& ins : chip.instructions()) {
+    const bool reads_w1 = ins.unit() == program::DMA && !ins.reads().empty() && ins.reads(0) == w1;
+    const bool writes_w1 = ins.unit() == program::DMA && !ins.writes().empty() && ins.writes(0) == w1;
+    if (writes_w1) {
+      const std::set<uint32_t> deps(ins.deps().begin(), ins.deps().end());
+      for (uint32_t load : loads) EXPECT_TRUE(deps.count(load)) << ins.name() << " misses load " << load;
+    }
+    if (reads_w1) loads.insert(ins.id());
+  }
+  EXPECT_GE(loads.size(), 4u);  // forward matmul and weight-gradient use, on two cores
+}
+
+TEST(Lower, MatmulsSplitAcrossCoresAndMxus) {
+  const program::Program program = lowerMlp(HardwareParams::load("tpuv4"));
+  std::set<std::pair<uint32_t, uint32_t>> used;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.unit() == program::MXU) used.insert({ins.core(), ins.unit_index()});
+  }
+  EXPECT_EQ(used.size(), 8u);  // 2 cores x 4 MXUs
+}
+
+TEST(Lower, StepThatDoesNotFitHbmNamesTheLargestTensors) {
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("hbm.capacity_gib", "0.000001");  // about 1 KiB
+  try {
+    lowerMlp(hw);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kResource);
+    EXPECT_NE(std::string(error.what()).find("of HBM"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("largest: "), std::string::npos) << error.what();
+  }
+}
+
+TEST(Lower, OpLargerThanVmemIsAClearError) {
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("vmem.capacity_mib", "0.001");
+  try {
+    lowerMlp(hw);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kResource);
+    EXPECT_NE(std::string(error.what()).find("of VMEM"), std::string::npos) << error.what();
+  }
+}
+
+TEST(Lower, BytesAndFlopsMatchTheShapes) {
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("chip.tensor_cores", "1");
+  hw.set("mxu.per_core", "1");
+  const program::Program program = lowerMlp(hw, 32);
+  const auto& first = program.chips(0).instructions();
+  // The first op is x[32,16] x w1[8,16]^T: a load of x (32*16*4 B), of w1 (8*16*4 B), one matmul.
+  EXPECT_EQ(first[0].dma().bytes(), 32u * 16 * 4);
+  EXPECT_EQ(first[1].dma().bytes(), 8u * 16 * 4);
+  ASSERT_TRUE(first[2].has_matmul());
+  EXPECT_EQ(first[2].matmul().m(), 32u);
+  EXPECT_EQ(first[2].matmul().k(), 16u);
+  EXPECT_EQ(first[2].matmul().n(), 8u);
+  EXPECT_EQ(first[2].flops(), 2u * 32 * 16 * 8);
+  EXPECT_EQ(first[3].dma().bytes(), 32u * 8 * 4);  // store of h1
+}
+
+}  // namespace
+}  // namespace tpusim

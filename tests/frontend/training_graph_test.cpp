@@ -1,0 +1,100 @@
+#include "frontend/train/training_graph.hpp"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/error.hpp"
+#include "tests/support/onnx_builder.hpp"
+
+namespace tpusim {
+namespace {
+
+int countOps(const ir::Graph& graph, ir::OpType type) {
+  int count = 0;
+  for (const ir::Op& op : graph.ops()) count += op.type == type;
+  return count;
+}
+
+TEST(TrainingGraph, MlpForwardBackwardAndSgd) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{32});
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
+  // forward 5 + loss 1; backward: loss grad 1, 2 bias grads, 3 weight/activation matmuls
+  // (no gradient for the input x), 1 relu grad; 4 SGD updates.
+  EXPECT_EQ(graph.ops().size(), 17u) << graph.toString();
+  EXPECT_EQ(countOps(graph, ir::OpType::kMatMul), 2 + 3);
+  EXPECT_EQ(countOps(graph, ir::OpType::kReduceRows), 2);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 1);
+  // The added loss reads a new int64 label input of [batch].
+  bool has_labels = false;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.name == "labels") has_labels = t.dtype == DType::kInt64 && t.shape == ir::Shape{32};
+  }
+  EXPECT_TRUE(has_labels);
+  // Each update overwrites its weight.
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate) {
+      EXPECT_EQ(graph.tensor(op.outputs[0]).alias_of, op.inputs[0]);
+    }
+  }
+}
+
+// y = op(a) op(b) with both operands weights, in every transpose combination:
+// the gradient builders check that each gradient has its weight's shape.
+class MatMulGradient : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(MatMulGradient, GradientsHaveOperandShapes) {
+  const auto [ta, tb] = GetParam();
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int a = g.addWeight("a", ta ? ir::Shape{3, 6} : ir::Shape{6, 3}, DType::kF32);  // op(a) is [6, 3]
+  const int b = g.addWeight("b", tb ? ir::Shape{5, 3} : ir::Shape{3, 5}, DType::kF32);  // op(b) is [3, 5]
+  g.markOutput(g.matmul("y", a, b, ta, tb));
+  model.batch = 6;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulGradient,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {4, 8}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {8, 8}, DType::kF32);
+  const int h = g.matmul("h", x, w, false, false);
+  const int y = g.add("y", g.relu("r1", h), g.relu("r2", h));  // h feeds two ops
+  g.markOutput(y);
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
+  int sums = 0;
+  for (const ir::Op& op : graph.ops()) sums += op.type == ir::OpType::kAdd && op.name.find("grad_sum") != std::string::npos;
+  EXPECT_EQ(sums, 1);
+}
+
+TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
+  auto b = testing::OnnxBuilder::mlp();
+  b.input("labels", {-1}, onnx::TensorProto::INT64);
+  b.node("SoftmaxCrossEntropyLoss", {"logits", "labels"}, "loss");
+  b.model().mutable_graph()->clear_output();
+  b.output("loss");
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  const ir::Graph inference = buildInferenceGraph(model);
+  EXPECT_EQ(countOps(inference, ir::OpType::kSoftmaxCrossEntropy), 0);
+  ASSERT_EQ(inference.outputs().size(), 1u);
+  EXPECT_EQ(inference.tensor(inference.outputs()[0]).shape, (ir::Shape{4, 4}));
+  // Training uses the model's own loss rather than adding another.
+  const ir::Graph training = buildTrainingGraph(model, TrainingOptions{});
+  EXPECT_EQ(countOps(training, ir::OpType::kSoftmaxCrossEntropy), 1);
+}
+
+TEST(TrainingGraph, OutputsThatCannotTakeALossAreErrors) {
+  ImportedModel model;
+  const int x = model.graph.addInput("x", {4, 8, 2}, DType::kF32, ir::TensorRole::kInput);
+  model.graph.markOutput(model.graph.relu("r", x));
+  EXPECT_THROW(buildTrainingGraph(model, TrainingOptions{}), Error);
+}
+
+}  // namespace
+}  // namespace tpusim

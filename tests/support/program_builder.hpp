@@ -1,0 +1,65 @@
+// Builds small hand-written Programs for simulator tests.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+
+#include "traces/program.pb.h"
+#include "traces/program_format.hpp"
+
+namespace tpusim::testing {
+
+class ProgramBuilder {
+ public:
+  ProgramBuilder() {
+    m_program.set_format(kProgramFormat);
+    m_program.set_schema_version(kProgramSchemaVersion);
+    m_program.set_model("test");
+    m_program.set_mode("training");
+    m_chip = m_program.add_chips();
+  }
+
+  uint32_t matmul(uint64_t m, uint64_t k, uint64_t n, std::initializer_list<uint32_t> deps, uint32_t core = 0,
+                  uint32_t mxu = 0) {
+    program::Instruction& ins = add("mm", program::MXU, core, mxu, deps);
+    ins.mutable_matmul()->set_m(m);
+    ins.mutable_matmul()->set_k(k);
+    ins.mutable_matmul()->set_n(n);
+    return ins.id();
+  }
+  uint32_t vector(uint64_t elements, uint32_t ops, std::initializer_list<uint32_t> deps, uint32_t core = 0) {
+    program::Instruction& ins = add("vec", program::VPU, core, 0, deps);
+    ins.mutable_vector()->set_elements(elements);
+    ins.mutable_vector()->set_ops_per_element(ops);
+    return ins.id();
+  }
+  uint32_t dma(uint64_t bytes, bool load, std::initializer_list<uint32_t> deps, uint32_t core = 0, uint32_t engine = 0) {
+    program::Instruction& ins = add(load ? "load" : "store", program::DMA, core, engine, deps);
+    ins.mutable_dma()->set_src(load ? program::HBM : program::VMEM);
+    ins.mutable_dma()->set_dst(load ? program::VMEM : program::HBM);
+    ins.mutable_dma()->set_bytes(bytes);
+    return ins.id();
+  }
+
+  program::Program& program() { return m_program; }
+
+ private:
+  program::Instruction& add(const std::string& kind, program::Unit unit, uint32_t core, uint32_t index,
+                            std::initializer_list<uint32_t> deps) {
+    program::Instruction* ins = m_chip->add_instructions();
+    ins->set_id(static_cast<uint32_t>(m_chip->instructions_size() - 1));
+    ins->set_name(kind + std::to_string(ins->id()));
+    ins->set_op(ins->name());
+    ins->set_op_type(kind);
+    ins->set_unit(unit);
+    ins->set_core(core);
+    ins->set_unit_index(index);
+    for (uint32_t dep : deps) ins->add_deps(dep);
+    return *ins;
+  }
+
+  program::Program m_program;
+  program::ChipProgram* m_chip;
+};
+
+}  // namespace tpusim::testing
