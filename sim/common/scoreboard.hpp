@@ -17,8 +17,8 @@ class Scoreboard {
   explicit Scoreboard(size_t instruction_count) : m_retired(instruction_count, false) {}
 
   bool ready(const program::Instruction& instruction) const {
-    for (uint32_t dep : instruction.deps()) {
-      if (!m_retired[dep]) return false;
+    for (int i = 0; i < instruction.deps_size(); ++i) {
+      if (!m_retired[instruction.deps(i)]) return false;
     }
     return true;
   }

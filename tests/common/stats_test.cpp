@@ -26,7 +26,11 @@ TEST(Stats, CountersKeepUnitDescriptionAndOrder) {
 TEST(Stats, CounterReferencesStayValidAsTheRegistryGrows) {
   StatsRegistry stats;
   Counter& first = stats.counter("c0", "count", "first");
-  for (int i = 1; i < 1000; ++i) stats.counter("c" + std::to_string(i), "count", "more");
+  for (int i = 1; i < 1000; ++i) {
+    std::string name = "c";
+    name += std::to_string(i);
+    stats.counter(name, "count", "more");
+  }
   first.add(7);
   EXPECT_DOUBLE_EQ(stats.value("c0"), 7);
 }
