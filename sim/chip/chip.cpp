@@ -4,7 +4,7 @@ namespace tpusim {
 
 Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw,
            const program::ChipProgram& program, UnitContext context)
-    : sc_core::sc_module(name), m_scoreboard(static_cast<size_t>(program.instructions_size())) {
+    : sc_core::sc_module(name), m_scoreboard(program) {
   const std::string prefix = "chip" + std::to_string(context.chip);
   context.scoreboard = &m_scoreboard;
   const ClockDomain& clock = *context.clock;

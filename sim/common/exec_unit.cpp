@@ -29,10 +29,11 @@ ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
 
 void ExecUnit::run() {
   while (true) {
-    const program::Instruction* instruction = m_queue.read();
+    const program::Instruction* instruction = nullptr;
+    m_queue.read(instruction);
     if (instruction == nullptr) return;
     const uint64_t arrived = clock().now();
-    while (!m_context.scoreboard->ready(*instruction)) wait(m_context.scoreboard->retiredEvent());
+    while (!m_context.scoreboard->ready(instruction->id())) wait(m_context.scoreboard->retiredEvent());
     const uint64_t start = clock().now();
     m_dependency_wait.add(start - arrived);
     execute(*instruction);

@@ -1,6 +1,7 @@
 // The scoreboard of one chip: which Program instructions have retired.
 // Units wait on its event until their next instruction's dependencies have
-// all retired; every retirement notifies it.
+// all retired; every retirement notifies it. Dependencies are copied out of
+// the Program once, at set-up, into flat arrays that the run only indexes.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +15,11 @@ namespace tpusim {
 
 class Scoreboard {
  public:
-  explicit Scoreboard(size_t instruction_count) : m_retired(instruction_count, false) {}
+  explicit Scoreboard(const program::ChipProgram& program);
 
-  bool ready(const program::Instruction& instruction) const {
-    for (int i = 0; i < instruction.deps_size(); ++i) {
-      if (!m_retired[instruction.deps(i)]) return false;
+  bool ready(uint32_t id) const {
+    for (uint32_t i = m_dep_begin[id]; i < m_dep_begin[id + 1]; ++i) {
+      if (!m_retired[m_deps[i]]) return false;
     }
     return true;
   }
@@ -32,6 +33,8 @@ class Scoreboard {
   size_t size() const { return m_retired.size(); }
 
  private:
+  std::vector<uint32_t> m_dep_begin;  // instruction i's deps are m_deps[m_dep_begin[i] .. m_dep_begin[i + 1])
+  std::vector<uint32_t> m_deps;
   std::vector<bool> m_retired;
   size_t m_retired_count = 0;
   sc_core::sc_event m_retired_event;
