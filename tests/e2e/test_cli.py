@@ -112,3 +112,22 @@ def test_bad_inputs_give_one_line_errors(tpusim_bin, mlp_path, tmp_path, args, c
     errors = [line for line in result.stderr.splitlines() if "error" in line or "tpusim" in line]
     assert len(errors) >= 1
     assert "Traceback" not in result.stderr and "terminate" not in result.stderr
+
+
+GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden"
+
+
+@pytest.mark.parametrize(
+    "golden,args",
+    [
+        ("mlp_tpuv4_training.txt", ["--hw", "tpuv4"]),
+        ("mlp_tpuv5e_inference_b128.txt", ["--hw", "tpuv5e", "--mode", "inference", "--batch", "128"]),
+    ],
+)
+def test_summary_matches_golden(tpusim_bin, mlp_path, tmp_path, golden, args):
+    """A change to any timing model shows here; regenerate with scripts/update-golden.sh
+    after checking that the new figures are the intended ones."""
+    result = run(tpusim_bin, "run", mlp_path, *args, "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
+    assert summary == (GOLDEN / golden).read_text()

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Regenerates tests/golden/*.txt, the `tpusim run` summaries that the CLI
+# tests compare against. Run after an intended change to a timing model, and
+# say in the commit why the figures moved.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="${TPUSIM_BUILD_DIR:-$root/build}/tpusim"
+out="$(mktemp -d)"
+cd "$root"
+"$bin" run traces/mlp.onnx --hw tpuv4 --out "$out" | grep -v '^report ' > tests/golden/mlp_tpuv4_training.txt
+"$bin" run traces/mlp.onnx --hw tpuv5e --mode inference --batch 128 --out "$out" | grep -v '^report ' \
+  > tests/golden/mlp_tpuv5e_inference_b128.txt
+rm -rf "$out"
+git diff --stat -- tests/golden
