@@ -5,17 +5,12 @@
 #include "sim/core/vector_unit.hpp"
 #include "sim/mxu/ws_timing.hpp"
 #include "tests/support/program_builder.hpp"
+#include "tests/support/test_hardware.hpp"
 
 namespace tpusim {
 namespace {
 
-// A 1 GHz, one-core machine so that cycles are easy to reason about.
-HardwareParams testHardware() {
-  HardwareParams hw = HardwareParams::load("tpuv4");
-  hw.set("chip.tensor_cores", "1");
-  hw.set("chip.clock_mhz", "1000");
-  return hw;
-}
+HardwareParams testHardware() { return testing::oneCoreAt1GHz(); }
 
 const TimelineEvent& eventOf(const SimResult& result, uint32_t instruction) {
   for (const TimelineEvent& event : result.timeline.events()) {

@@ -47,11 +47,7 @@ TEST(OnnxImport, DefaultBatchAndFixedBatch) {
 }
 
 TEST(OnnxImport, ModelWithItsOwnLoss) {
-  auto b = testing::OnnxBuilder::mlp();
-  b.input("labels", {-1}, onnx::TensorProto::INT64);
-  b.node("SoftmaxCrossEntropyLoss", {"logits", "labels"}, "loss");
-  b.model().mutable_graph()->clear_output();
-  b.output("loss");
+  auto b = testing::OnnxBuilder::mlpWithLoss();
   const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
   EXPECT_TRUE(model.has_loss);
   EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).role, ir::TensorRole::kLoss);

@@ -74,11 +74,7 @@ TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
 }
 
 TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
-  auto b = testing::OnnxBuilder::mlp();
-  b.input("labels", {-1}, onnx::TensorProto::INT64);
-  b.node("SoftmaxCrossEntropyLoss", {"logits", "labels"}, "loss");
-  b.model().mutable_graph()->clear_output();
-  b.output("loss");
+  auto b = testing::OnnxBuilder::mlpWithLoss();
   const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
   const ir::Graph inference = buildInferenceGraph(model);
   EXPECT_EQ(countOps(inference, ir::OpType::kSoftmaxCrossEntropy), 0);

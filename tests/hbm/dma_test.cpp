@@ -3,15 +3,14 @@
 
 #include "sim/chip/driver.hpp"
 #include "tests/support/program_builder.hpp"
+#include "tests/support/test_hardware.hpp"
 
 namespace tpusim {
 namespace {
 
 // 1 GHz and 1000 GB/s: 1000 bytes per cycle; 100 ns latency = 100 cycles.
 HardwareParams testHardware() {
-  HardwareParams hw = HardwareParams::load("tpuv4");
-  hw.set("chip.tensor_cores", "1");
-  hw.set("chip.clock_mhz", "1000");
+  HardwareParams hw = testing::oneCoreAt1GHz();
   hw.set("hbm.bandwidth_gbps", "1000");
   hw.set("hbm.latency_ns", "100");
   return hw;

@@ -79,6 +79,16 @@ class OnnxBuilder {
     return b;
   }
 
+  // mlp() ending in SoftmaxCrossEntropyLoss against int64 labels[batch]; output "loss".
+  static OnnxBuilder mlpWithLoss() {
+    OnnxBuilder b = mlp();
+    b.input("labels", {-1}, onnx::TensorProto::INT64);
+    b.node("SoftmaxCrossEntropyLoss", {"logits", "labels"}, "loss");
+    b.m_model.mutable_graph()->clear_output();
+    b.output("loss");
+    return b;
+  }
+
   onnx::ModelProto& model() { return m_model; }
 
  private:
