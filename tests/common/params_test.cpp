@@ -1,5 +1,8 @@
 #include "sim/common/params.hpp"
 
+#include <fstream>
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "sim/common/error.hpp"
@@ -93,6 +96,16 @@ TEST(Params, BadPresetTextNamesLineAndField) {
                 .find("zero: parameter hbm.bandwidth_gbps must be > 0"),
             std::string::npos);
   EXPECT_NE(errorOf([] { HardwareParams::load("tpuv9"); }).find("unknown hardware preset 'tpuv9'"), std::string::npos);
+}
+
+TEST(Params, CustomHardwareFromAFile) {
+  const std::string path = ::testing::TempDir() + "/custom.textproto";
+  std::ofstream(path) << "name: \"custom\"\nmxu { rows: 256 cols: 256 }\n";
+  const HardwareParams hw = HardwareParams::load(path);
+  EXPECT_EQ(hw.name(), "custom");
+  EXPECT_EQ(hw.config().mxu().rows(), 256);
+  EXPECT_EQ(hw.config().mxu().per_core(), 4);  // unset fields take their declared defaults
+  EXPECT_NE(errorOf([] { HardwareParams::load("/no/such/file.textproto"); }).find("cannot open"), std::string::npos);
 }
 
 TEST(Params, OverrideSyntax) {

@@ -71,6 +71,14 @@ def test_hw_list_and_show(tpusim_bin):
     assert next(l for l in overridden.stdout.splitlines() if l.startswith("mxu.rows")).split()[1] == "256"
 
 
+def test_hw_params_lists_every_parameter_with_defaults(tpusim_bin):
+    result = run(tpusim_bin, "hw", "params")
+    assert result.returncode == 0
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
+    assert "mxu.rows" in rows and "hbm.bandwidth_gbps" in rows and "ici.link_bandwidth_gbps" in rows
+    assert rows["mxu.rows"].split()[1:3] == ["128", "PE"]
+
+
 def test_log_level_option(tpusim_bin, mlp_path, tmp_path):
     quiet = run(tpusim_bin, "run", mlp_path, "--out", str(tmp_path), "--log-level", "info")
     assert quiet.returncode == 0
