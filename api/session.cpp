@@ -30,8 +30,8 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
                                                  " was compiled for batch " + std::to_string(program.batch()));
     }
     if (request.mode && *request.mode != program.mode()) {
-      throw Error(ErrorKind::kInvalidConfig, request.model_path + " was compiled for " + program.mode() +
-                                                 ", not " + *request.mode);
+      throw Error(ErrorKind::kInvalidConfig,
+                  request.model_path + " was compiled for " + program.mode() + ", not " + *request.mode);
     }
     if (program.target_hw() != hw.name()) {
       spdlog::warn("{} was compiled for {}; running it on {}", request.model_path, program.target_hw(), hw.name());

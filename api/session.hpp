@@ -14,11 +14,11 @@
 namespace tpusim {
 
 struct RunRequest {
-  std::string model_path;            // .onnx model, or a saved Program (.tpuprog, .tpuprog.txt)
-  std::string hw = "tpuv4";          // preset name or .textproto path
-  std::optional<std::string> mode;   // "training" (default for models) or "inference"
-  std::optional<int64_t> batch;      // for models with a symbolic batch dimension
-  ParamOverrides overrides;          // --set key=value, in order
+  std::string model_path;           // .onnx model, or a saved Program (.tpuprog, .tpuprog.txt)
+  std::string hw = "tpuv4";         // preset name or .textproto path
+  std::optional<std::string> mode;  // "training" (default for models) or "inference"
+  std::optional<int64_t> batch;     // for models with a symbolic batch dimension
+  ParamOverrides overrides;         // --set key=value, in order
   double learning_rate = 0.01;
 };
 

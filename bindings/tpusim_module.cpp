@@ -18,7 +18,8 @@ namespace {
 
 // Python values in `overrides` may be ints, floats or strings; parameters take text.
 std::string overrideText(const py::handle& value) {
-  if (py::isinstance<py::bool_>(value)) throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, "parameter values cannot be booleans");
+  if (py::isinstance<py::bool_>(value))
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, "parameter values cannot be booleans");
   return py::str(value);
 }
 

@@ -19,7 +19,9 @@ bool endsWith(const std::string& text, const std::string& suffix) {
   return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-bool isTextPath(const std::string& path) { return endsWith(path, ".txt") || endsWith(path, ".pbtxt"); }
+bool isTextPath(const std::string& path) {
+  return endsWith(path, ".txt") || endsWith(path, ".pbtxt");
+}
 
 // Swallows parse errors: a bad file is reported as one line by readProgram.
 class SilentErrors : public google::protobuf::io::ErrorCollector {
@@ -66,15 +68,14 @@ program::Program readProgram(const std::string& path) {
   std::stringstream content;
   content << file.rdbuf();
   program::Program program;
-  const bool parsed = isTextPath(path) ? parseText(content.str(), program)
-                                       : program.ParseFromString(content.str());
+  const bool parsed = isTextPath(path) ? parseText(content.str(), program) : program.ParseFromString(content.str());
   if (!parsed || program.format() != kProgramFormat) {
     throw Error(ErrorKind::kInvalidInput, path + ": not a tpusim Program file");
   }
   if (program.schema_version() != kProgramSchemaVersion) {
-    throw Error(ErrorKind::kInvalidInput, path + ": Program schema version " + std::to_string(program.schema_version()) +
-                                              " is not supported (this tpusim reads " +
-                                              std::to_string(kProgramSchemaVersion) + ")");
+    throw Error(ErrorKind::kInvalidInput,
+                path + ": Program schema version " + std::to_string(program.schema_version()) +
+                    " is not supported (this tpusim reads " + std::to_string(kProgramSchemaVersion) + ")");
   }
   return program;
 }

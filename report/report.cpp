@@ -13,10 +13,14 @@ namespace {
 
 const char* unitKindName(program::Unit unit) {
   switch (unit) {
-    case program::MXU: return "mxu";
-    case program::VPU: return "vpu";
-    case program::DMA: return "dma";
-    default: return "?";
+    case program::MXU:
+      return "mxu";
+    case program::VPU:
+      return "vpu";
+    case program::DMA:
+      return "dma";
+    default:
+      return "?";
   }
 }
 
@@ -38,8 +42,8 @@ nlohmann::ordered_json unitEntry(const StatsRegistry& stats, const std::string& 
 
 }  // namespace
 
-nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result,
-                                   const HardwareParams& hw, const RunInfo& info) {
+nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,
+                                   const RunInfo& info) {
   nlohmann::ordered_json report;
   report["schema_version"] = kReportSchemaVersion;
   report["model"] = info.model;

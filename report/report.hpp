@@ -20,8 +20,8 @@ struct RunInfo {
   ParamOverrides overrides;
 };
 
-nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result,
-                                   const HardwareParams& hw, const RunInfo& info);
+nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,
+                                   const RunInfo& info);
 
 // Writes `report` as indented JSON; the text is the same for the same inputs.
 void writeReport(const nlohmann::ordered_json& report, const std::string& path);

@@ -30,14 +30,13 @@ struct ModelOptions {
 
 po::options_description modelOptions(ModelOptions& o) {
   po::options_description desc("options");
-  desc.add_options()
-      ("help,h", "show this help")
-      ("hw", po::value(&o.hw)->default_value(o.hw), "hardware preset (tpusim hw list) or .textproto file")
-      ("mode", po::value(&o.mode), "training (default) or inference")
-      ("batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")
-      ("set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")
-      ("log-level", po::value(&o.log_level)->default_value(o.log_level),
-       "trace, debug, info, warn, error, critical or off");
+  desc.add_options()("help,h", "show this help")("hw", po::value(&o.hw)->default_value(o.hw),
+                                                 "hardware preset (tpusim hw list) or .textproto file")(
+      "mode", po::value(&o.mode), "training (default) or inference")(
+      "batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")(
+      "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
+      "log-level", po::value(&o.log_level)->default_value(o.log_level),
+      "trace, debug, info, warn, error, critical or off");
   return desc;
 }
 
@@ -117,8 +116,8 @@ int compileCommand(const std::vector<std::string>& args) {
   const HardwareParams hw = resolveHardware(request);
   const program::Program program = compileRequest(request, hw);
   writeProgram(program, output);
-  std::cout << "wrote " << output << " (" << program.chips(0).instructions_size() << " instructions for "
-            << hw.name() << ")\n";
+  std::cout << "wrote " << output << " (" << program.chips(0).instructions_size() << " instructions for " << hw.name()
+            << ")\n";
   return 0;
 }
 
@@ -140,8 +139,8 @@ int hwCommand(const std::vector<std::string>& args) {
     std::vector<std::string> sets;
     std::string preset;
     po::options_description desc("options");
-    desc.add_options()("help,h", "show this help")(
-        "set", po::value(&sets)->composing(), "override a parameter: --set key=value (repeatable)");
+    desc.add_options()("help,h", "show this help")("set", po::value(&sets)->composing(),
+                                                   "override a parameter: --set key=value (repeatable)");
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     if (!parse(rest, desc, usage, true, &preset)) return 0;
     HardwareParams hw = HardwareParams::load(preset);

@@ -12,7 +12,9 @@ namespace tpusim {
 
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) { throw Error(ErrorKind::kInvalidInput, message); }
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorKind::kInvalidInput, message);
+}
 
 std::string nodeLabel(const onnx::NodeProto& node) {
   return "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
@@ -21,16 +23,25 @@ std::string nodeLabel(const onnx::NodeProto& node) {
 
 DType fromOnnxType(int32_t type, const std::string& what) {
   switch (type) {
-    case onnx::TensorProto::FLOAT: return DType::kF32;
-    case onnx::TensorProto::FLOAT16: return DType::kF16;
-    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
-    case onnx::TensorProto::INT8: return DType::kInt8;
-    case onnx::TensorProto::INT32: return DType::kInt32;
-    case onnx::TensorProto::INT64: return DType::kInt64;
-    case onnx::TensorProto::BOOL: return DType::kBool;
-    default: break;
+    case onnx::TensorProto::FLOAT:
+      return DType::kF32;
+    case onnx::TensorProto::FLOAT16:
+      return DType::kF16;
+    case onnx::TensorProto::BFLOAT16:
+      return DType::kBF16;
+    case onnx::TensorProto::INT8:
+      return DType::kInt8;
+    case onnx::TensorProto::INT32:
+      return DType::kInt32;
+    case onnx::TensorProto::INT64:
+      return DType::kInt64;
+    case onnx::TensorProto::BOOL:
+      return DType::kBool;
+    default:
+      break;
   }
-  throw Error(ErrorKind::kUnsupported, what + " has ONNX element type " + std::to_string(type) + ", which tpusim does not support");
+  throw Error(ErrorKind::kUnsupported,
+              what + " has ONNX element type " + std::to_string(type) + ", which tpusim does not support");
 }
 
 const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const std::string& name) {
@@ -110,8 +121,8 @@ class Importer {
       } else if (i == 0) {
         shape.push_back(m_batch);  // symbolic batch dimension
       } else {
-        throw Error(ErrorKind::kUnsupported, what + " has a symbolic dimension " + std::to_string(i) +
-                                                 " ('" + dim.dim_param() + "'); only the leading (batch) one may be");
+        throw Error(ErrorKind::kUnsupported, what + " has a symbolic dimension " + std::to_string(i) + " ('" +
+                                                 dim.dim_param() + "'); only the leading (batch) one may be");
       }
     }
     // The first graph input's leading dimension is the batch; a fixed one wins
@@ -126,20 +137,22 @@ class Importer {
     m_first_input = false;
     const DType dtype = fromOnnxType(tensor_type.elem_type(), what);
     const bool is_label = dtype == DType::kInt64 || dtype == DType::kInt32;
-    m_values[input.name()] = m_result.graph.addInput(input.name(), shape, dtype,
-                                                     is_label ? ir::TensorRole::kLabel : ir::TensorRole::kInput);
+    m_values[input.name()] =
+        m_result.graph.addInput(input.name(), shape, dtype, is_label ? ir::TensorRole::kLabel : ir::TensorRole::kInput);
   }
 
   int value(const std::string& name, const std::string& user) const {
     auto it = m_values.find(name);
     if (it == m_values.end()) {
-      invalid(user + " uses '" + name + "', which no earlier node produces (the graph is cyclic, not in topological order, or incomplete)");
+      invalid(user + " uses '" + name +
+              "', which no earlier node produces (the graph is cyclic, not in topological order, or incomplete)");
     }
     return it->second;
   }
 
   void define(const onnx::NodeProto& node, int tensor) {
-    if (node.output_size() != 1) throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": only single-output nodes are supported");
+    if (node.output_size() != 1)
+      throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": only single-output nodes are supported");
     if (m_values.count(node.output(0))) invalid(nodeLabel(node) + " redefines value '" + node.output(0) + "'");
     m_result.graph.rename(tensor, node.output(0));
     m_values[node.output(0)] = tensor;
@@ -173,7 +186,8 @@ class Importer {
         const std::string name = opName(node);
         int out = g.matmul(name, value(node.input(0), label), value(node.input(1), label),
                            intAttribute(node, "transA", 0) != 0, intAttribute(node, "transB", 0) != 0);
-        if (node.input_size() == 3 && !node.input(2).empty()) out = g.add(name + ".bias", out, value(node.input(2), label));
+        if (node.input_size() == 3 && !node.input(2).empty())
+          out = g.add(name + ".bias", out, value(node.input(2), label));
         define(node, out);
       } else if (type == "MatMul") {
         expectInputs(node, 2, 2);
@@ -189,13 +203,14 @@ class Importer {
         rejectAttributesExcept(node, {"reduction"});
         const auto* reduction = attribute(node, "reduction");
         if (reduction && reduction->s() != "mean") {
-          throw Error(ErrorKind::kUnsupported, label + ": reduction '" + reduction->s() + "' is not supported yet (only mean)");
+          throw Error(ErrorKind::kUnsupported,
+                      label + ": reduction '" + reduction->s() + "' is not supported yet (only mean)");
         }
         define(node, g.softmaxCrossEntropy(opName(node), value(node.input(0), label), value(node.input(1), label)));
         m_result.has_loss = true;
       } else {
-        throw Error(ErrorKind::kUnsupported, label + ": op " + type + " is not supported yet (supported: " +
-                                                 supportedOnnxOps() + ")");
+        throw Error(ErrorKind::kUnsupported,
+                    label + ": op " + type + " is not supported yet (supported: " + supportedOnnxOps() + ")");
       }
     } catch (const Error& error) {
       // Shape errors from the IR builders name the op; add the ONNX node.
@@ -215,7 +230,9 @@ class Importer {
 
 }  // namespace
 
-const char* supportedOnnxOps() { return "Add, Gemm, MatMul, Relu, SoftmaxCrossEntropyLoss"; }
+const char* supportedOnnxOps() {
+  return "Add, Gemm, MatMul, Relu, SoftmaxCrossEntropyLoss";
+}
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {
   const int64_t batch = options.batch.value_or(kDefaultBatch);

@@ -24,8 +24,8 @@ struct OnnxImportOptions {
 
 struct ImportedModel {
   ir::Graph graph;
-  int64_t batch = 0;       // the batch size the graph was built for
-  bool has_loss = false;   // the model computes its own loss (SoftmaxCrossEntropyLoss)
+  int64_t batch = 0;      // the batch size the graph was built for
+  bool has_loss = false;  // the model computes its own loss (SoftmaxCrossEntropyLoss)
 };
 
 // The ops the importer understands, for error messages and docs.

@@ -36,33 +36,49 @@ std::string shapeToString(const Shape& shape) {
 
 const char* tensorRoleName(TensorRole role) {
   switch (role) {
-    case TensorRole::kInput: return "input";
-    case TensorRole::kLabel: return "label";
-    case TensorRole::kWeight: return "weight";
-    case TensorRole::kActivation: return "activation";
-    case TensorRole::kGradient: return "gradient";
-    case TensorRole::kLoss: return "loss";
+    case TensorRole::kInput:
+      return "input";
+    case TensorRole::kLabel:
+      return "label";
+    case TensorRole::kWeight:
+      return "weight";
+    case TensorRole::kActivation:
+      return "activation";
+    case TensorRole::kGradient:
+      return "gradient";
+    case TensorRole::kLoss:
+      return "loss";
   }
   return "?";
 }
 
 const char* opTypeName(OpType type) {
   switch (type) {
-    case OpType::kMatMul: return "MatMul";
-    case OpType::kAdd: return "Add";
-    case OpType::kRelu: return "Relu";
-    case OpType::kReluGrad: return "ReluGrad";
-    case OpType::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
-    case OpType::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
-    case OpType::kReduceRows: return "ReduceRows";
-    case OpType::kSgdUpdate: return "SgdUpdate";
+    case OpType::kMatMul:
+      return "MatMul";
+    case OpType::kAdd:
+      return "Add";
+    case OpType::kRelu:
+      return "Relu";
+    case OpType::kReluGrad:
+      return "ReluGrad";
+    case OpType::kSoftmaxCrossEntropy:
+      return "SoftmaxCrossEntropy";
+    case OpType::kSoftmaxCrossEntropyGrad:
+      return "SoftmaxCrossEntropyGrad";
+    case OpType::kReduceRows:
+      return "ReduceRows";
+    case OpType::kSgdUpdate:
+      return "SgdUpdate";
   }
   return "?";
 }
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
   for (int64_t dim : shape) {
-    if (dim <= 0) throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has shape " + shapeToString(shape) + " with a non-positive dimension");
+    if (dim <= 0)
+      throw Error(ErrorKind::kInvalidInput,
+                  "tensor '" + name + "' has shape " + shapeToString(shape) + " with a non-positive dimension");
   }
   Tensor tensor;
   tensor.id = static_cast<int>(m_tensors.size());
@@ -84,7 +100,8 @@ int Graph::addWeight(const std::string& name, Shape shape, DType dtype) {
 }
 
 const Tensor& Graph::checked(int id, const std::string& op_name) const {
-  if (id < 0 || static_cast<size_t>(id) >= m_tensors.size()) shapeError(op_name, "operand " + std::to_string(id) + " does not exist");
+  if (id < 0 || static_cast<size_t>(id) >= m_tensors.size())
+    shapeError(op_name, "operand " + std::to_string(id) + " does not exist");
   return m_tensors[static_cast<size_t>(id)];
 }
 
@@ -124,9 +141,9 @@ int Graph::add(const std::string& name, int a, int b, TensorRole role) {
   const Tensor& ta = checked(a, name);
   const Tensor& tb = checked(b, name);
   const bool same = ta.shape == tb.shape;
-  const bool row_broadcast = ta.shape.size() == 2 &&
-                             ((tb.shape.size() == 1 && tb.shape[0] == ta.shape[1]) ||
-                              (tb.shape.size() == 2 && tb.shape[0] == 1 && tb.shape[1] == ta.shape[1]));
+  const bool row_broadcast =
+      ta.shape.size() == 2 && ((tb.shape.size() == 1 && tb.shape[0] == ta.shape[1]) ||
+                               (tb.shape.size() == 2 && tb.shape[0] == 1 && tb.shape[1] == ta.shape[1]));
   if (!same && !row_broadcast) {
     shapeError(name, "Add supports equal shapes or a row vector broadcast over a matrix, got " +
                          shapeToString(ta.shape) + " + " + shapeToString(tb.shape));
@@ -157,7 +174,8 @@ int Graph::softmaxCrossEntropy(const std::string& name, int logits, int labels) 
     shapeError(name, "softmax cross-entropy needs logits [N, C] and labels [N], got " + shapeToString(tl.shape) +
                          " and " + shapeToString(ty.shape));
   }
-  if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32) shapeError(name, "labels must be int32 or int64 class ids");
+  if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32)
+    shapeError(name, "labels must be int32 or int64 class ids");
   Op op{name, OpType::kSoftmaxCrossEntropy, {logits, labels}, {}, false, false, 0};
   return append(std::move(op), name + ":loss", {}, tl.dtype, TensorRole::kLoss);
 }
@@ -181,7 +199,8 @@ int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double l
   const Tensor& tg = checked(gradient, name);
   if (tw.role != TensorRole::kWeight) shapeError(name, "SGD updates weights only; '" + tw.name + "' is not one");
   if (tw.shape != tg.shape) {
-    shapeError(name, "gradient shape " + shapeToString(tg.shape) + " differs from weight shape " + shapeToString(tw.shape));
+    shapeError(name,
+               "gradient shape " + shapeToString(tg.shape) + " differs from weight shape " + shapeToString(tw.shape));
   }
   Op op{name, OpType::kSgdUpdate, {weight, gradient}, {}, false, false, learning_rate};
   const int out = append(std::move(op), tw.name + ":updated", tw.shape, tw.dtype, TensorRole::kWeight);

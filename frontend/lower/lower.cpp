@@ -16,13 +16,20 @@ using ir::OpType;
 
 program::DType toProgramDType(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return program::F32;
-    case DType::kBF16: return program::BF16;
-    case DType::kF16: return program::F16;
-    case DType::kInt8: return program::INT8;
-    case DType::kInt32: return program::INT32;
-    case DType::kInt64: return program::INT64;
-    case DType::kBool: return program::BOOL;
+    case DType::kF32:
+      return program::F32;
+    case DType::kBF16:
+      return program::BF16;
+    case DType::kF16:
+      return program::F16;
+    case DType::kInt8:
+      return program::INT8;
+    case DType::kInt32:
+      return program::INT32;
+    case DType::kInt64:
+      return program::INT64;
+    case DType::kBool:
+      return program::BOOL;
   }
   return program::DTYPE_UNSPECIFIED;
 }
@@ -30,11 +37,15 @@ program::DType toProgramDType(DType dtype) {
 program::BufferRole toBufferRole(ir::TensorRole role) {
   switch (role) {
     case ir::TensorRole::kInput:
-    case ir::TensorRole::kLabel: return program::INPUT;
-    case ir::TensorRole::kWeight: return program::WEIGHT;
-    case ir::TensorRole::kGradient: return program::GRADIENT;
+    case ir::TensorRole::kLabel:
+      return program::INPUT;
+    case ir::TensorRole::kWeight:
+      return program::WEIGHT;
+    case ir::TensorRole::kGradient:
+      return program::GRADIENT;
     case ir::TensorRole::kActivation:
-    case ir::TensorRole::kLoss: return program::ACTIVATION;
+    case ir::TensorRole::kLoss:
+      return program::ACTIVATION;
   }
   return program::ROLE_UNSPECIFIED;
 }
@@ -98,7 +109,9 @@ class Lowerer {
       for (const ir::Tensor& tensor : m_graph.tensors()) {
         if (tensor.alias_of < 0) largest.push_back(&tensor);
       }
-      std::sort(largest.begin(), largest.end(), [](auto* a, auto* b) { return a->bytes() > b->bytes() || (a->bytes() == b->bytes() && a->id < b->id); });
+      std::sort(largest.begin(), largest.end(), [](auto* a, auto* b) {
+        return a->bytes() > b->bytes() || (a->bytes() == b->bytes() && a->id < b->id);
+      });
       std::string names;
       for (size_t i = 0; i < std::min<size_t>(3, largest.size()); ++i) {
         names += (i ? ", " : "") + largest[i]->name + " " + mib(largest[i]->bytes());
@@ -172,7 +185,8 @@ class Lowerer {
 
   static void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t bytes) {
     if (bytes > std::numeric_limits<uint32_t>::max()) {
-      throw Error(ErrorKind::kUnsupported, "a transfer of " + mib(bytes) + " exceeds 4 GiB; tiling large ops is not implemented yet");
+      throw Error(ErrorKind::kUnsupported,
+                  "a transfer of " + mib(bytes) + " exceeds 4 GiB; tiling large ops is not implemented yet");
     }
     program::DmaTransfer* dma = ins.mutable_dma();
     dma->set_src(src);
@@ -184,9 +198,10 @@ class Lowerer {
   void checkVmem(uint32_t core, uint64_t bytes) const {
     const double capacity = m_hw.vmem().capacity_mib() * 1024.0 * 1024.0;
     if (static_cast<double>(bytes) > capacity) {
-      throw Error(ErrorKind::kResource, "needs " + mib(bytes) + " of VMEM on core " + std::to_string(core) + " but " +
-                                            m_hw.name() + " has " + mib(static_cast<uint64_t>(capacity)) +
-                                            " per core; tiling ops larger than VMEM is not implemented yet (use a smaller batch)");
+      throw Error(ErrorKind::kResource,
+                  "needs " + mib(bytes) + " of VMEM on core " + std::to_string(core) + " but " + m_hw.name() + " has " +
+                      mib(static_cast<uint64_t>(capacity)) +
+                      " per core; tiling ops larger than VMEM is not implemented yet (use a smaller batch)");
     }
   }
 
@@ -222,7 +237,8 @@ class Lowerer {
       checkVmem(core, lhs_bytes + rhs_bytes + out_bytes);
       const auto [load_a, vmem_a] = load(op, core, {op.inputs[0], lhs_bytes});
       const auto [load_b, vmem_b] = load(op, core, {op.inputs[1], rhs_bytes});
-      const uint32_t vmem_out = addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
+      const uint32_t vmem_out =
+          addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
       std::vector<uint32_t> compute;
       const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
       for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
@@ -294,7 +310,8 @@ class Lowerer {
         loads.push_back(ins);
         vmem_inputs.push_back(vmem);
       }
-      const uint32_t vmem_out = addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
+      const uint32_t vmem_out =
+          addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
       program::Instruction& ins = newInstruction(op, "vpu", program::VPU, core, 0);
       program::VectorOp* vector = ins.mutable_vector();
       const uint64_t core_elements = elements / extent * share;

@@ -12,14 +12,22 @@ namespace tpusim {
 
 inline uint32_t vectorOpsPerElement(ir::OpType type) {
   switch (type) {
-    case ir::OpType::kAdd: return 1;                      // add
-    case ir::OpType::kRelu: return 1;                     // max with 0
-    case ir::OpType::kReluGrad: return 2;                 // compare, select
-    case ir::OpType::kReduceRows: return 1;               // add into the accumulator row
-    case ir::OpType::kSgdUpdate: return 2;                // multiply by the rate, subtract
-    case ir::OpType::kSoftmaxCrossEntropy: return 6;      // row max, subtract, exp, row sum, log, pick label and mean
-    case ir::OpType::kSoftmaxCrossEntropyGrad: return 7;  // row max, subtract, exp, row sum, divide, subtract one-hot, scale
-    case ir::OpType::kMatMul: break;
+    case ir::OpType::kAdd:
+      return 1;  // add
+    case ir::OpType::kRelu:
+      return 1;  // max with 0
+    case ir::OpType::kReluGrad:
+      return 2;  // compare, select
+    case ir::OpType::kReduceRows:
+      return 1;  // add into the accumulator row
+    case ir::OpType::kSgdUpdate:
+      return 2;  // multiply by the rate, subtract
+    case ir::OpType::kSoftmaxCrossEntropy:
+      return 6;  // row max, subtract, exp, row sum, log, pick label and mean
+    case ir::OpType::kSoftmaxCrossEntropyGrad:
+      return 7;  // row max, subtract, exp, row sum, divide, subtract one-hot, scale
+    case ir::OpType::kMatMul:
+      break;
   }
   return 0;
 }

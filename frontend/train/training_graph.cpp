@@ -84,7 +84,8 @@ class Backward {
           } else if (b_shape.size() == 1) {
             accumulate(b, m_graph.reduceRows(base + "_b", dy));
           } else {
-            throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': the gradient of a [1, N] broadcast operand is not supported yet");
+            throw Error(ErrorKind::kUnsupported,
+                        "op '" + op.name + "': the gradient of a [1, N] broadcast operand is not supported yet");
           }
         }
         break;
@@ -111,7 +112,8 @@ int lossOf(const ImportedModel& model, Graph& graph) {
     throw Error(ErrorKind::kInvalidInput, "the model's SoftmaxCrossEntropyLoss is not a graph output");
   }
   if (graph.outputs().size() != 1) {
-    throw Error(ErrorKind::kUnsupported, "training needs a loss: the model has " + std::to_string(graph.outputs().size()) +
+    throw Error(ErrorKind::kUnsupported, "training needs a loss: the model has " +
+                                             std::to_string(graph.outputs().size()) +
                                              " outputs, and tpusim adds softmax cross-entropy only to a single output");
   }
   const ir::Tensor logits = graph.tensor(graph.outputs()[0]);
@@ -141,7 +143,8 @@ Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& opti
     graph.sgdUpdate(name, tensor.id, grad->second, options.learning_rate);
     any_weight = true;
   }
-  if (!any_weight) throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
+  if (!any_weight)
+    throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
   Graph result = std::move(graph);
   result.markOutput(loss);
   return result;
@@ -156,18 +159,28 @@ Graph buildInferenceGraph(const ImportedModel& model) {
   for (const ir::Tensor& tensor : source.tensors()) {
     if (source.producer(tensor.id) != nullptr) continue;
     if (tensor.role == TensorRole::kLabel) continue;
-    map[tensor.id] = tensor.role == TensorRole::kWeight ? graph.addWeight(tensor.name, tensor.shape, tensor.dtype)
-                                                        : graph.addInput(tensor.name, tensor.shape, tensor.dtype, tensor.role);
+    map[tensor.id] = tensor.role == TensorRole::kWeight
+                         ? graph.addWeight(tensor.name, tensor.shape, tensor.dtype)
+                         : graph.addInput(tensor.name, tensor.shape, tensor.dtype, tensor.role);
   }
   for (const Op& op : source.ops()) {
     auto in = [&](size_t i) { return map.at(op.inputs[i]); };
     int out = -1;
     switch (op.type) {
-      case OpType::kMatMul: out = graph.matmul(op.name, in(0), in(1), op.transpose_a, op.transpose_b); break;
-      case OpType::kAdd: out = graph.add(op.name, in(0), in(1)); break;
-      case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
-      case OpType::kSoftmaxCrossEntropy: graph.markOutput(in(0)); continue;
-      default: throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
+      case OpType::kMatMul:
+        out = graph.matmul(op.name, in(0), in(1), op.transpose_a, op.transpose_b);
+        break;
+      case OpType::kAdd:
+        out = graph.add(op.name, in(0), in(1));
+        break;
+      case OpType::kRelu:
+        out = graph.relu(op.name, in(0));
+        break;
+      case OpType::kSoftmaxCrossEntropy:
+        graph.markOutput(in(0));
+        continue;
+      default:
+        throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
     }
     graph.rename(out, source.tensor(op.outputs[0]).name);
     map[op.outputs[0]] = out;

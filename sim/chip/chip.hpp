@@ -18,8 +18,8 @@ class Chip : public sc_core::sc_module {
  public:
   // `program` must be validated and outlive the run. `context` supplies the
   // clock and registries; its scoreboard field is filled in by the chip.
-  Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw,
-       const program::ChipProgram& program, UnitContext context);
+  Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const program::ChipProgram& program,
+       UnitContext context);
 
   const Scoreboard& scoreboard() const { return m_scoreboard; }
 

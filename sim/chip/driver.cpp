@@ -50,7 +50,12 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
     FreshSimContext context_guard;
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     const ClockDomain clock(result.clock_hz);
-    UnitContext context{&clock, nullptr, result.stats.get(), &result.timeline, &total_cycles, 0,
+    UnitContext context{&clock,
+                        nullptr,
+                        result.stats.get(),
+                        &result.timeline,
+                        &total_cycles,
+                        0,
                         static_cast<size_t>(config.core().issue_queue_depth())};
     bool completed = false;
     {

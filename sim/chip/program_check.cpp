@@ -10,7 +10,9 @@ namespace tpusim {
 
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw Error(ErrorKind::kInvalidInput, message); }
+[[noreturn]] void fail(const std::string& message) {
+  throw Error(ErrorKind::kInvalidInput, message);
+}
 
 void checkInstruction(const program::ChipProgram& chip, const program::Instruction& ins, uint32_t index,
                       const config::HardwareConfig& hw) {
@@ -23,10 +25,12 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
     }
   }
   for (uint32_t buffer : ins.reads()) {
-    if (buffer >= static_cast<uint32_t>(chip.buffers_size())) fail(where + " reads unknown buffer " + std::to_string(buffer));
+    if (buffer >= static_cast<uint32_t>(chip.buffers_size()))
+      fail(where + " reads unknown buffer " + std::to_string(buffer));
   }
   for (uint32_t buffer : ins.writes()) {
-    if (buffer >= static_cast<uint32_t>(chip.buffers_size())) fail(where + " writes unknown buffer " + std::to_string(buffer));
+    if (buffer >= static_cast<uint32_t>(chip.buffers_size()))
+      fail(where + " writes unknown buffer " + std::to_string(buffer));
   }
   if (ins.core() >= static_cast<uint64_t>(hw.chip().tensor_cores())) {
     fail(where + " runs on core " + std::to_string(ins.core()) + " but " + hw.name() + " has " +
@@ -43,7 +47,8 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
       break;
     case program::VPU:
       if (!ins.has_vector()) fail(where + " is on the vector unit but is not a vector op");
-      if (ins.unit_index() != 0) fail(where + " uses vector unit " + std::to_string(ins.unit_index()) + "; a core has one");
+      if (ins.unit_index() != 0)
+        fail(where + " uses vector unit " + std::to_string(ins.unit_index()) + "; a core has one");
       break;
     case program::DMA:
       if (!ins.has_dma()) fail(where + " is on a DMA engine but is not a transfer");
@@ -65,8 +70,8 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
 void validateProgram(const program::Program& program, const config::HardwareConfig& hw) {
   if (program.format() != kProgramFormat) fail("not a tpusim Program (format field is '" + program.format() + "')");
   if (program.schema_version() != kProgramSchemaVersion) {
-    fail("Program schema version " + std::to_string(program.schema_version()) + " is not supported (this tpusim reads " +
-         std::to_string(kProgramSchemaVersion) + ")");
+    fail("Program schema version " + std::to_string(program.schema_version()) +
+         " is not supported (this tpusim reads " + std::to_string(kProgramSchemaVersion) + ")");
   }
   if (program.chips_size() == 0) fail("the Program has no chips");
   for (const program::ChipProgram& chip : program.chips()) {

@@ -15,8 +15,7 @@ std::string oneLine(const std::string& text) {
 
 }  // namespace
 
-Error::Error(ErrorKind kind, const std::string& message)
-    : std::runtime_error(oneLine(message)), m_kind(kind) {}
+Error::Error(ErrorKind kind, const std::string& message) : std::runtime_error(oneLine(message)), m_kind(kind) {}
 
 Error Error::within(const std::string& context) const {
   return Error(m_kind, context + ": " + what());
@@ -24,22 +23,32 @@ Error Error::within(const std::string& context) const {
 
 int exitCodeFor(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput: return 3;
-    case ErrorKind::kInvalidConfig: return 2;
-    case ErrorKind::kUnsupported: return 4;
-    case ErrorKind::kResource: return 5;
-    case ErrorKind::kInternal: return 70;
+    case ErrorKind::kInvalidInput:
+      return 3;
+    case ErrorKind::kInvalidConfig:
+      return 2;
+    case ErrorKind::kUnsupported:
+      return 4;
+    case ErrorKind::kResource:
+      return 5;
+    case ErrorKind::kInternal:
+      return 70;
   }
   return 70;
 }
 
 const char* errorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput: return "invalid input";
-    case ErrorKind::kInvalidConfig: return "invalid configuration";
-    case ErrorKind::kUnsupported: return "unsupported";
-    case ErrorKind::kResource: return "does not fit";
-    case ErrorKind::kInternal: return "internal error";
+    case ErrorKind::kInvalidInput:
+      return "invalid input";
+    case ErrorKind::kInvalidConfig:
+      return "invalid configuration";
+    case ErrorKind::kUnsupported:
+      return "unsupported";
+    case ErrorKind::kResource:
+      return "does not fit";
+    case ErrorKind::kInternal:
+      return "internal error";
   }
   return "internal error";
 }

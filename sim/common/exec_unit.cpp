@@ -2,28 +2,23 @@
 
 namespace tpusim {
 
-ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
-                   const UnitContext& context)
+ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context)
     : sc_core::sc_module(name),
       m_context(context),
       m_prefix(stat_prefix),
       m_timeline_id(context.timeline->addUnit(stat_prefix)),
       m_queue(static_cast<int>(context.queue_depth)),
-      m_busy(context.stats->counter(stat_prefix + ".busy_cycles", "cycles",
-                                    "cycles spent executing instructions")),
-      m_dependency_wait(context.stats->counter(
-          stat_prefix + ".dependency_wait_cycles", "cycles",
-          "cycles the head instruction waited for the instructions it depends on")),
-      m_instructions(context.stats->counter(stat_prefix + ".instructions", "count",
-                                            "instructions retired")) {
+      m_busy(context.stats->counter(stat_prefix + ".busy_cycles", "cycles", "cycles spent executing instructions")),
+      m_dependency_wait(
+          context.stats->counter(stat_prefix + ".dependency_wait_cycles", "cycles",
+                                 "cycles the head instruction waited for the instructions it depends on")),
+      m_instructions(context.stats->counter(stat_prefix + ".instructions", "count", "instructions retired")) {
   const Counter* busy = &m_busy;
   const Counter* total = context.total_cycles;
-  context.stats->formula(stat_prefix + ".utilization", "fraction",
-                         "busy cycles / total cycles of the run", [busy, total] {
-                           return total->value() == 0 ? 0.0
-                                                      : static_cast<double>(busy->value()) /
-                                                            static_cast<double>(total->value());
-                         });
+  context.stats->formula(
+      stat_prefix + ".utilization", "fraction", "busy cycles / total cycles of the run", [busy, total] {
+        return total->value() == 0 ? 0.0 : static_cast<double>(busy->value()) / static_cast<double>(total->value());
+      });
   SC_THREAD(run);
 }
 

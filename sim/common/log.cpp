@@ -34,8 +34,7 @@ void setLogLevel(std::string_view name) {
     }
   }
   throw Error(ErrorKind::kInvalidConfig,
-              "unknown log level '" + std::string(name) +
-                  "' (use trace, debug, info, warn, error, critical or off)");
+              "unknown log level '" + std::string(name) + "' (use trace, debug, info, warn, error, critical or off)");
 }
 
 }  // namespace tpusim

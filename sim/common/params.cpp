@@ -110,9 +110,12 @@ pb::Message& mutableLeafParent(pb::Message& root, const ParamInfo& param) {
 
 const char* paramTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kInt: return "int";
-    case ParamType::kDouble: return "double";
-    case ParamType::kString: return "string";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kDouble:
+      return "double";
+    case ParamType::kString:
+      return "string";
   }
   return "?";
 }
@@ -172,14 +175,12 @@ HardwareParams HardwareParams::load(const std::string& preset) {
   for (const EmbeddedPreset& embedded : embeddedPresets()) {
     if (embedded.name == preset) return parse(embedded.text, "preset " + preset);
   }
-  const bool looks_like_path = preset.find('/') != std::string::npos ||
-                               preset.find(".textproto") != std::string::npos;
+  const bool looks_like_path = preset.find('/') != std::string::npos || preset.find(".textproto") != std::string::npos;
   if (!looks_like_path) {
     std::string names;
     for (const std::string& name : presetNames()) names += (names.empty() ? "" : ", ") + name;
-    throw Error(ErrorKind::kInvalidConfig,
-                "unknown hardware preset '" + preset + "' (presets: " + names +
-                    "; or give a path to a .textproto file)");
+    throw Error(ErrorKind::kInvalidConfig, "unknown hardware preset '" + preset + "' (presets: " + names +
+                                               "; or give a path to a .textproto file)");
   }
   std::ifstream file(preset);
   if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot open hardware file '" + preset + "'");
@@ -253,9 +254,12 @@ std::string HardwareParams::valueText(const ParamInfo& param) const {
   const pb::Reflection* reflection = parent.GetReflection();
   const pb::FieldDescriptor* field = param.path.back();
   switch (param.type) {
-    case ParamType::kInt: return std::to_string(reflection->GetInt64(parent, field));
-    case ParamType::kDouble: return formatDouble(reflection->GetDouble(parent, field));
-    case ParamType::kString: return reflection->GetString(parent, field);
+    case ParamType::kInt:
+      return std::to_string(reflection->GetInt64(parent, field));
+    case ParamType::kDouble:
+      return formatDouble(reflection->GetDouble(parent, field));
+    case ParamType::kString:
+      return reflection->GetString(parent, field);
   }
   return "";
 }
@@ -265,9 +269,12 @@ double HardwareParams::numericValue(const ParamInfo& param) const {
   const pb::Reflection* reflection = parent.GetReflection();
   const pb::FieldDescriptor* field = param.path.back();
   switch (param.type) {
-    case ParamType::kInt: return static_cast<double>(reflection->GetInt64(parent, field));
-    case ParamType::kDouble: return reflection->GetDouble(parent, field);
-    case ParamType::kString: break;
+    case ParamType::kInt:
+      return static_cast<double>(reflection->GetInt64(parent, field));
+    case ParamType::kDouble:
+      return reflection->GetDouble(parent, field);
+    case ParamType::kString:
+      break;
   }
   throw Error(ErrorKind::kInternal, "parameter " + param.name + " is not numeric");
 }
@@ -285,13 +292,12 @@ void HardwareParams::validate(const ParamInfo& param) const {
   const double value = numericValue(param);
   const std::string unit = param.unit.empty() ? "" : " " + param.unit;
   if (param.positive && !(value > 0)) {
-    throw Error(ErrorKind::kInvalidConfig, "parameter " + param.name + " must be > 0 (got " +
-                                               valueText(param) + unit + ")");
+    throw Error(ErrorKind::kInvalidConfig,
+                "parameter " + param.name + " must be > 0 (got " + valueText(param) + unit + ")");
   }
   if (param.min_value && value < *param.min_value) {
-    throw Error(ErrorKind::kInvalidConfig, "parameter " + param.name + " must be >= " +
-                                               formatDouble(*param.min_value) + " (got " +
-                                               valueText(param) + unit + ")");
+    throw Error(ErrorKind::kInvalidConfig, "parameter " + param.name + " must be >= " + formatDouble(*param.min_value) +
+                                               " (got " + valueText(param) + unit + ")");
   }
 }
 
@@ -302,8 +308,7 @@ void HardwareParams::validateAll() const {
 std::pair<std::string, std::string> parseOverride(std::string_view text) {
   const size_t equals = text.find('=');
   if (equals == std::string_view::npos || equals == 0) {
-    throw Error(ErrorKind::kInvalidConfig,
-                "--set expects key=value, got '" + std::string(text) + "'");
+    throw Error(ErrorKind::kInvalidConfig, "--set expects key=value, got '" + std::string(text) + "'");
   }
   return {std::string(text.substr(0, equals)), std::string(text.substr(equals + 1))};
 }

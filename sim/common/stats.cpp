@@ -10,16 +10,15 @@ void StatsRegistry::reserveName(const std::string& name) {
   }
 }
 
-Counter& StatsRegistry::counter(const std::string& name, const std::string& unit,
-                                const std::string& description) {
+Counter& StatsRegistry::counter(const std::string& name, const std::string& unit, const std::string& description) {
   reserveName(name);
   Counter& counter = m_counters.emplace_back();
   m_entries.push_back(StatEntry{name, unit, description, false, &counter, {}});
   return counter;
 }
 
-void StatsRegistry::formula(const std::string& name, const std::string& unit,
-                            const std::string& description, std::function<double()> compute) {
+void StatsRegistry::formula(const std::string& name, const std::string& unit, const std::string& description,
+                            std::function<double()> compute) {
   reserveName(name);
   m_entries.push_back(StatEntry{name, unit, description, true, nullptr, std::move(compute)});
 }

@@ -4,18 +4,15 @@
 
 namespace tpusim {
 
-TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix,
-                       const config::HardwareConfig& hw, const UnitContext& context,
-                       std::vector<const program::Instruction*> instructions)
+TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix, const config::HardwareConfig& hw,
+                       const UnitContext& context, std::vector<const program::Instruction*> instructions)
     : sc_core::sc_module(name), m_instructions(std::move(instructions)) {
-  const MxuShape mxu_shape{static_cast<uint64_t>(hw.mxu().rows()),
-                           static_cast<uint64_t>(hw.mxu().cols())};
+  const MxuShape mxu_shape{static_cast<uint64_t>(hw.mxu().rows()), static_cast<uint64_t>(hw.mxu().cols())};
   for (int64_t i = 0; i < hw.mxu().per_core(); ++i) {
     const std::string unit = "mxu" + std::to_string(i);
     m_mxus.push_back(std::make_unique<Mxu>(unit.c_str(), stat_prefix + "." + unit, context, mxu_shape));
   }
-  const VpuShape vpu_shape{static_cast<uint64_t>(hw.vpu().lanes()),
-                           static_cast<uint64_t>(hw.vpu().sublanes()),
+  const VpuShape vpu_shape{static_cast<uint64_t>(hw.vpu().lanes()), static_cast<uint64_t>(hw.vpu().sublanes()),
                            static_cast<uint64_t>(hw.vpu().pipeline_latency_cycles())};
   m_vpu = std::make_unique<VectorUnit>("vpu", stat_prefix + ".vpu", context, vpu_shape);
   for (int64_t i = 0; i < hw.dma().engines_per_core(); ++i) {
@@ -28,10 +25,14 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_pre
 ExecUnit& TensorCore::unitFor(const program::Instruction& instruction) {
   // Indices were checked against the hardware by validateProgram.
   switch (instruction.unit()) {
-    case program::MXU: return *m_mxus.at(instruction.unit_index());
-    case program::VPU: return *m_vpu;
-    case program::DMA: return *m_dma.at(instruction.unit_index());
-    default: break;
+    case program::MXU:
+      return *m_mxus.at(instruction.unit_index());
+    case program::VPU:
+      return *m_vpu;
+    case program::DMA:
+      return *m_dma.at(instruction.unit_index());
+    default:
+      break;
   }
   throw Error(ErrorKind::kInternal, "instruction " + instruction.name() + " has no unit");
 }

@@ -27,9 +27,8 @@ class TensorCore : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(TensorCore);
   // `instructions` are this core's, in Program order; they must outlive the run.
-  TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix,
-             const config::HardwareConfig& hw, const UnitContext& context,
-             std::vector<const program::Instruction*> instructions);
+  TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix, const config::HardwareConfig& hw,
+             const UnitContext& context, std::vector<const program::Instruction*> instructions);
 
   std::vector<std::unique_ptr<DmaEngine>>& dmaEngines() { return m_dma; }
 

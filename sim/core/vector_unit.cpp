@@ -10,8 +10,8 @@ uint64_t vectorOpCycles(uint64_t elements, uint64_t ops_per_element, VpuShape sh
   return shape.pipeline_latency + (work + width - 1) / width;
 }
 
-VectorUnit::VectorUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
-                       const UnitContext& context, VpuShape shape)
+VectorUnit::VectorUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context,
+                       VpuShape shape)
     : ExecUnit(name, stat_prefix, context),
       m_shape(shape),
       m_element_ops(context.stats->counter(stat_prefix + ".element_ops", "op",

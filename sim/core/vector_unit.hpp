@@ -19,8 +19,7 @@ uint64_t vectorOpCycles(uint64_t elements, uint64_t ops_per_element, VpuShape sh
 
 class VectorUnit : public ExecUnit {
  public:
-  VectorUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
-             const UnitContext& context, VpuShape shape);
+  VectorUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, VpuShape shape);
 
  protected:
   void execute(const program::Instruction& instruction) override;

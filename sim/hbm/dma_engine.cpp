@@ -4,8 +4,7 @@
 
 namespace tpusim {
 
-DmaEngine::DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefix,
-                     const UnitContext& context)
+DmaEngine::DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context)
     : ExecUnit(name, stat_prefix, context),
       socket("socket"),
       m_bytes(context.stats->counter(stat_prefix + ".bytes", "B", "bytes transferred")) {}

@@ -3,8 +3,8 @@
 // transfer is timing-only, no data is carried).
 #pragma once
 
-#include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
+#include <tlm>
 
 #include "sim/common/exec_unit.hpp"
 
@@ -14,8 +14,7 @@ class DmaEngine : public ExecUnit {
  public:
   tlm_utils::simple_initiator_socket<DmaEngine> socket;
 
-  DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefix,
-            const UnitContext& context);
+  DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context);
 
  protected:
   void execute(const program::Instruction& instruction) override;

@@ -2,16 +2,15 @@
 
 namespace tpusim {
 
-Hbm::Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const ClockDomain& clock,
-         ChannelTiming timing, StatsRegistry& stats, const Counter& total_cycles)
+Hbm::Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const ClockDomain& clock, ChannelTiming timing,
+         StatsRegistry& stats, const Counter& total_cycles)
     : sc_core::sc_module(name),
       socket("socket"),
       m_clock(clock),
       m_channel(timing),
       m_bytes_read(stats.counter(stat_prefix + ".bytes_read", "B", "bytes read from HBM")),
       m_bytes_written(stats.counter(stat_prefix + ".bytes_written", "B", "bytes written to HBM")),
-      m_busy(stats.counter(stat_prefix + ".busy_cycles", "cycles",
-                           "cycles the HBM data bus was transferring")),
+      m_busy(stats.counter(stat_prefix + ".busy_cycles", "cycles", "cycles the HBM data bus was transferring")),
       m_transfers(stats.counter(stat_prefix + ".transfers", "count", "transfers served")) {
   socket.register_b_transport(this, &Hbm::b_transport);
   const Counter* busy = &m_busy;
@@ -19,8 +18,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const Clo
   stats.formula(stat_prefix + ".utilization", "fraction",
                 "busy cycles / total cycles: the fraction of peak bandwidth used", [busy, total] {
                   return total->value() == 0 ? 0.0
-                                             : static_cast<double>(busy->value()) /
-                                                   static_cast<double>(total->value());
+                                             : static_cast<double>(busy->value()) / static_cast<double>(total->value());
                 });
 }
 

@@ -4,9 +4,9 @@
 //   ceil(B / bytes_per_cycle) + latency_cycles.
 #pragma once
 
+#include <tlm_utils/multi_passthrough_target_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/multi_passthrough_target_socket.h>
 
 #include "sim/common/bandwidth_server.hpp"
 #include "sim/common/clock.hpp"
@@ -18,8 +18,8 @@ class Hbm : public sc_core::sc_module {
  public:
   tlm_utils::multi_passthrough_target_socket<Hbm> socket;
 
-  Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const ClockDomain& clock,
-      ChannelTiming timing, StatsRegistry& stats, const Counter& total_cycles);
+  Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const ClockDomain& clock, ChannelTiming timing,
+      StatsRegistry& stats, const Counter& total_cycles);
 
  private:
   void b_transport(int initiator, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay);

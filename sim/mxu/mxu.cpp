@@ -4,22 +4,19 @@
 
 namespace tpusim {
 
-Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context,
-         MxuShape shape)
+Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, MxuShape shape)
     : ExecUnit(name, stat_prefix, context),
       m_shape(shape),
       m_macs(context.stats->counter(stat_prefix + ".macs", "MAC", "useful multiply-accumulates")),
-      m_folds(context.stats->counter(stat_prefix + ".folds", "count",
-                                     "weight tiles loaded into the array")) {
+      m_folds(context.stats->counter(stat_prefix + ".folds", "count", "weight tiles loaded into the array")) {
   const Counter* macs = &m_macs;
   const Counter* total = context.total_cycles;
   const double peak_per_cycle = static_cast<double>(shape.rows * shape.cols);
-  context.stats->formula(stat_prefix + ".mac_utilization", "fraction",
-                         "useful MACs / (rows x cols x total cycles)", [macs, total, peak_per_cycle] {
-                           return total->value() == 0
-                                      ? 0.0
-                                      : static_cast<double>(macs->value()) /
-                                            (peak_per_cycle * static_cast<double>(total->value()));
+  context.stats->formula(stat_prefix + ".mac_utilization", "fraction", "useful MACs / (rows x cols x total cycles)",
+                         [macs, total, peak_per_cycle] {
+                           return total->value() == 0 ? 0.0
+                                                      : static_cast<double>(macs->value()) /
+                                                            (peak_per_cycle * static_cast<double>(total->value()));
                          });
 }
 

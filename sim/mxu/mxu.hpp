@@ -10,8 +10,7 @@ namespace tpusim {
 
 class Mxu : public ExecUnit {
  public:
-  Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context,
-      MxuShape shape);
+  Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, MxuShape shape);
 
  protected:
   void execute(const program::Instruction& instruction) override;

@@ -5,7 +5,9 @@
 namespace tpusim {
 
 namespace {
-uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceilDiv(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 }  // namespace
 
 WsTiming weightStationaryTiming(uint64_t m, uint64_t k, uint64_t n, MxuShape array) {

@@ -49,12 +49,14 @@ TEST(Params, PresetsLoadWithCitedValues) {
 TEST(Params, PresetPeakFlopsMatchPublishedFigures) {
   // cores x MXUs x rows x cols x 2 flop x clock: the clocks are chosen so these
   // reproduce the Cloud TPU docs' 275, 197 and 459 TFLOP/s (bf16) within 1%.
-  const std::vector<std::pair<std::string, double>> published = {{"tpuv4", 275e12}, {"tpuv5e", 197e12}, {"tpuv5p", 459e12}};
+  const std::vector<std::pair<std::string, double>> published = {
+      {"tpuv4", 275e12}, {"tpuv5e", 197e12}, {"tpuv5p", 459e12}};
   for (const auto& [name, flops] : published) {
     const HardwareParams hw = HardwareParams::load(name);
     const auto& c = hw.config();
-    const double peak = static_cast<double>(c.chip().tensor_cores() * c.mxu().per_core() * c.mxu().rows() * c.mxu().cols()) *
-                        2.0 * c.chip().clock_mhz() * 1e6;
+    const double peak =
+        static_cast<double>(c.chip().tensor_cores() * c.mxu().per_core() * c.mxu().rows() * c.mxu().cols()) * 2.0 *
+        c.chip().clock_mhz() * 1e6;
     EXPECT_NEAR(peak / flops, 1.0, 0.01) << name;
   }
 }
@@ -80,7 +82,8 @@ TEST(Params, MisspeltKeySuggestsClosestName) {
 
 TEST(Params, BoundsAndTypesAreChecked) {
   HardwareParams hw = HardwareParams::load("tpuv4");
-  EXPECT_NE(errorOf([&] { hw.set("hbm.bandwidth_gbps", "0"); }).find("hbm.bandwidth_gbps must be > 0"), std::string::npos);
+  EXPECT_NE(errorOf([&] { hw.set("hbm.bandwidth_gbps", "0"); }).find("hbm.bandwidth_gbps must be > 0"),
+            std::string::npos);
   EXPECT_NE(errorOf([&] { hw.set("mxu.rows", "4"); }).find("must be >= 8"), std::string::npos);
   EXPECT_NE(errorOf([&] { hw.set("mxu.rows", "12x"); }).find("expected an integer"), std::string::npos);
   EXPECT_NE(errorOf([&] { hw.set("hbm.latency_ns", "nan"); }).find("finite number"), std::string::npos);
@@ -89,11 +92,13 @@ TEST(Params, BoundsAndTypesAreChecked) {
 }
 
 TEST(Params, BadPresetTextNamesLineAndField) {
-  const std::string message = errorOf([] { HardwareParams::parse("name: \"x\"\nmxu { rowz: 3 }\n", "test.textproto"); });
+  const std::string message =
+      errorOf([] { HardwareParams::parse("name: \"x\"\nmxu { rowz: 3 }\n", "test.textproto"); });
   EXPECT_NE(message.find("test.textproto:2:"), std::string::npos) << message;
   EXPECT_NE(message.find("rowz"), std::string::npos) << message;
-  EXPECT_NE(errorOf([] { HardwareParams::parse("name: \"x\"\nhbm { bandwidth_gbps: 0 }\n", "zero"); })
-                .find("zero: parameter hbm.bandwidth_gbps must be > 0"),
+  EXPECT_NE(errorOf([] {
+              HardwareParams::parse("name: \"x\"\nhbm { bandwidth_gbps: 0 }\n", "zero");
+            }).find("zero: parameter hbm.bandwidth_gbps must be > 0"),
             std::string::npos);
   EXPECT_NE(errorOf([] { HardwareParams::load("tpuv9"); }).find("unknown hardware preset 'tpuv9'"), std::string::npos);
 }

@@ -10,7 +10,9 @@
 namespace tpusim {
 namespace {
 
-HardwareParams testHardware() { return testing::oneCoreAt1GHz(); }
+HardwareParams testHardware() {
+  return testing::oneCoreAt1GHz();
+}
 
 const TimelineEvent& eventOf(const SimResult& result, uint32_t instruction) {
   for (const TimelineEvent& event : result.timeline.events()) {
@@ -43,8 +45,8 @@ TEST(Sequencer, DependentInstructionsSerialize) {
 
 TEST(Sequencer, SameUnitRunsInProgramOrder) {
   testing::ProgramBuilder b;
-  b.matmul(128, 128, 128, {});  // 0 .. 510
-  b.matmul(128, 128, 128, {});  // same MXU, no dependency: 510 .. 1020
+  b.matmul(128, 128, 128, {});        // 0 .. 510
+  b.matmul(128, 128, 128, {});        // same MXU, no dependency: 510 .. 1020
   b.matmul(128, 128, 128, {}, 0, 1);  // another MXU: 0 .. 510
   const SimResult result = simulate(b.program(), testHardware());
   EXPECT_EQ(eventOf(result, 1).start_cycle, 510u);

@@ -55,8 +55,7 @@ TEST_P(MatMulGradient, GradientsHaveOperandShapes) {
   EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulGradient,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulGradient, ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
 TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
   ImportedModel model;
@@ -69,7 +68,8 @@ TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
   model.batch = 4;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
   int sums = 0;
-  for (const ir::Op& op : graph.ops()) sums += op.type == ir::OpType::kAdd && op.name.find("grad_sum") != std::string::npos;
+  for (const ir::Op& op : graph.ops())
+    sums += op.type == ir::OpType::kAdd && op.name.find("grad_sum") != std::string::npos;
   EXPECT_EQ(sums, 1);
 }
 

@@ -19,8 +19,7 @@ class OnnxBuilder {
   }
 
   // dims < 0 are symbolic ("batch").
-  OnnxBuilder& input(const std::string& name, std::vector<int64_t> dims,
-                     int32_t type = onnx::TensorProto::FLOAT) {
+  OnnxBuilder& input(const std::string& name, std::vector<int64_t> dims, int32_t type = onnx::TensorProto::FLOAT) {
     auto* value = m_model.mutable_graph()->add_input();
     value->set_name(name);
     auto* tensor = value->mutable_type()->mutable_tensor_type();

@@ -33,7 +33,8 @@ class ProgramBuilder {
     ins.mutable_vector()->set_ops_per_element(ops);
     return ins.id();
   }
-  uint32_t dma(uint64_t bytes, bool load, std::initializer_list<uint32_t> deps, uint32_t core = 0, uint32_t engine = 0) {
+  uint32_t dma(uint64_t bytes, bool load, std::initializer_list<uint32_t> deps, uint32_t core = 0,
+               uint32_t engine = 0) {
     program::Instruction& ins = add(load ? "load" : "store", program::DMA, core, engine, deps);
     ins.mutable_dma()->set_src(load ? program::HBM : program::VMEM);
     ins.mutable_dma()->set_dst(load ? program::VMEM : program::HBM);

@@ -25,8 +25,11 @@ TEST(SingleMatMul, StepTimeIsTheSumOfTheClosedForms) {
   request.model_path = path;
   request.mode = "inference";
   // One core with one MXU at 1 GHz; HBM moves 1000 B per cycle with 100 cycles of latency.
-  request.overrides = {{"chip.tensor_cores", "1"}, {"mxu.per_core", "1"},    {"chip.clock_mhz", "1000"},
-                       {"hbm.bandwidth_gbps", "1000"}, {"hbm.latency_ns", "100"}};
+  request.overrides = {{"chip.tensor_cores", "1"},
+                       {"mxu.per_core", "1"},
+                       {"chip.clock_mhz", "1000"},
+                       {"hbm.bandwidth_gbps", "1000"},
+                       {"hbm.latency_ns", "100"}};
   const RunOutcome outcome = runRequest(request);
   // load x   64 x 256 x 4 B = 65536 B: ceil(65.536) = 66 + 100 latency      ->    0 ..  166 (dma0)
   // load w  256 x 128 x 4 B = 131072 B: 132 + 100, after x on the same engine ->  166 ..  398 (dma0)
