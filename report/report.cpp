@@ -122,6 +122,18 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   unit["utilization"].get<double>() * 100.0);
     out << line;
   }
+  // The unit busy longest is where a step's time goes first; ties keep report order.
+  std::string busiest;
+  double highest = -1;
+  for (const auto& [name, unit] : report["units"].items()) {
+    const double utilization = unit["utilization"].get<double>();
+    if (utilization > highest) {
+      highest = utilization;
+      busiest = name;
+    }
+  }
+  std::snprintf(line, sizeof(line), "busiest unit %s (%.1f%% of the step)\n", busiest.c_str(), highest * 100.0);
+  out << line;
   return out.str();
 }
 
