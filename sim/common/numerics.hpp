@@ -1,0 +1,31 @@
+// The numerics library shared by the CPU reference executor and (later) the
+// simulator's functional mode, so that both round the same way.
+//
+// Storage types are emulated on float: a value "in bf16" is a float whose
+// low 16 bits are zero. Every conversion rounds to nearest, ties to even, as
+// TPUs and IEEE 754 do; NaN stays NaN, overflow goes to infinity (bf16, f16)
+// or saturates (int8, as XLA's float-to-int8 conversion clamps).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "sim/common/dtype.hpp"
+
+namespace tpusim::numerics {
+
+uint16_t floatToBf16Bits(float value);
+float bf16BitsToFloat(uint16_t bits);
+
+uint16_t floatToF16Bits(float value);
+float f16BitsToFloat(uint16_t bits);
+
+// Round half to even, saturating to [-128, 127]; NaN becomes 0.
+int8_t floatToInt8(float value);
+
+// The nearest value representable in `dtype` (f32 is unchanged; integer
+// types round to the nearest integer, ties to even, and saturate).
+float roundTo(DType dtype, float value);
+void roundInPlace(DType dtype, std::span<float> values);
+
+}  // namespace tpusim::numerics
