@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "frontend/import/onnx_tensor.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -103,9 +104,11 @@ class Importer {
   }
 
   void addInitializer(const onnx::TensorProto& init) {
+    if (m_values.count(init.name())) invalid("initializer '" + init.name() + "' is defined twice");
     ir::Shape shape(init.dims().begin(), init.dims().end());
     const DType dtype = fromOnnxType(init.data_type(), "initializer '" + init.name() + "'");
     m_values[init.name()] = m_result.graph.addWeight(init.name(), shape, dtype);
+    m_result.initializers.emplace(init.name(), decodeOnnxTensor(init));
   }
 
   void addGraphInput(const onnx::ValueInfoProto& input) {

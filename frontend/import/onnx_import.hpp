@@ -7,7 +7,10 @@
 #include <optional>
 #include <string>
 
+#include <map>
+
 #include "frontend/ir/graph.hpp"
+#include "frontend/ir/tensor_value.hpp"
 
 namespace onnx {
 class ModelProto;
@@ -24,8 +27,9 @@ struct OnnxImportOptions {
 
 struct ImportedModel {
   ir::Graph graph;
-  int64_t batch = 0;      // the batch size the graph was built for
-  bool has_loss = false;  // the model computes its own loss (SoftmaxCrossEntropyLoss)
+  int64_t batch = 0;                                    // the batch size the graph was built for
+  bool has_loss = false;                                // the model computes its own loss (SoftmaxCrossEntropyLoss)
+  std::map<std::string, ir::TensorValue> initializers;  // weight values by tensor name
 };
 
 // The ops the importer understands, for error messages and docs.

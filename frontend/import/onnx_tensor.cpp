@@ -1,0 +1,120 @@
+#include "frontend/import/onnx_tensor.hpp"
+
+#include <cstring>
+#include <fstream>
+
+#include <onnx/onnx_pb.h>
+
+#include "sim/common/error.hpp"
+#include "sim/common/numerics.hpp"
+
+namespace tpusim {
+
+namespace {
+
+template <typename T>
+std::vector<T> rawValues(const std::string& raw, size_t count, const std::string& name) {
+  if (raw.size() != count * sizeof(T)) {
+    throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has " + std::to_string(raw.size()) +
+                                              " bytes of raw data, expected " + std::to_string(count * sizeof(T)));
+  }
+  std::vector<T> values(count);
+  std::memcpy(values.data(), raw.data(), raw.size());  // ONNX raw data is little-endian, as is x86
+  return values;
+}
+
+template <typename Field>
+void checkCount(const Field& field, size_t count, const std::string& name) {
+  if (static_cast<size_t>(field.size()) != count) {
+    throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has " + std::to_string(field.size()) +
+                                              " values, its shape needs " + std::to_string(count));
+  }
+}
+
+}  // namespace
+
+ir::TensorValue decodeOnnxTensor(const onnx::TensorProto& tensor) {
+  ir::TensorValue value;
+  const std::string& name = tensor.name();
+  for (int64_t dim : tensor.dims()) {
+    if (dim < 0) throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has a negative dimension");
+    value.shape.push_back(dim);
+  }
+  const auto count = static_cast<size_t>(ir::elementCount(value.shape));
+  if (tensor.has_data_location() && tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' keeps its data in an external file");
+  }
+  const bool raw = tensor.has_raw_data();
+  switch (tensor.data_type()) {
+    case onnx::TensorProto::FLOAT:
+      value.dtype = DType::kF32;
+      if (raw) {
+        value.floats = rawValues<float>(tensor.raw_data(), count, name);
+      } else {
+        checkCount(tensor.float_data(), count, name);
+        value.floats.assign(tensor.float_data().begin(), tensor.float_data().end());
+      }
+      break;
+    case onnx::TensorProto::FLOAT16:
+    case onnx::TensorProto::BFLOAT16: {
+      const bool half = tensor.data_type() == onnx::TensorProto::FLOAT16;
+      value.dtype = half ? DType::kF16 : DType::kBF16;
+      std::vector<uint16_t> bits;
+      if (raw) {
+        bits = rawValues<uint16_t>(tensor.raw_data(), count, name);
+      } else {
+        checkCount(tensor.int32_data(), count, name);
+        for (int32_t word : tensor.int32_data()) bits.push_back(static_cast<uint16_t>(word));
+      }
+      for (uint16_t b : bits) value.floats.push_back(half ? numerics::f16BitsToFloat(b) : numerics::bf16BitsToFloat(b));
+      break;
+    }
+    case onnx::TensorProto::INT64:
+      value.dtype = DType::kInt64;
+      if (raw) {
+        value.ints = rawValues<int64_t>(tensor.raw_data(), count, name);
+      } else {
+        checkCount(tensor.int64_data(), count, name);
+        value.ints.assign(tensor.int64_data().begin(), tensor.int64_data().end());
+      }
+      break;
+    case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::BOOL: {
+      value.dtype = tensor.data_type() == onnx::TensorProto::INT32  ? DType::kInt32
+                    : tensor.data_type() == onnx::TensorProto::INT8 ? DType::kInt8
+                                                                    : DType::kBool;
+      if (raw) {
+        if (value.dtype == DType::kInt32) {
+          for (int32_t v : rawValues<int32_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
+        } else if (value.dtype == DType::kInt8) {
+          for (int8_t v : rawValues<int8_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
+        } else {
+          for (uint8_t v : rawValues<uint8_t>(tensor.raw_data(), count, name)) value.ints.push_back(v != 0);
+        }
+      } else {
+        checkCount(tensor.int32_data(), count, name);
+        value.ints.assign(tensor.int32_data().begin(), tensor.int32_data().end());
+      }
+      break;
+    }
+    default:
+      throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' has ONNX element type " +
+                                               std::to_string(tensor.data_type()) + ", which tpusim does not read");
+  }
+  return value;
+}
+
+ir::TensorValue readOnnxTensorFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) throw Error(ErrorKind::kInvalidInput, "cannot open '" + path + "'");
+  onnx::TensorProto tensor;
+  if (!tensor.ParseFromIstream(&file)) throw Error(ErrorKind::kInvalidInput, path + ": not an ONNX TensorProto");
+  try {
+    return decodeOnnxTensor(tensor);
+  } catch (const Error& error) {
+    throw error.within(path);
+  }
+}
+
+}  // namespace tpusim

@@ -1,0 +1,34 @@
+// The CPU reference executor: runs an IR graph (forward, or a whole
+// training step with backward and SGD) for real, op by op in graph order.
+// It is the numerical oracle for the simulator's functional mode.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+#include "frontend/ir/tensor_value.hpp"
+
+namespace tpusim::reference {
+
+struct CpuOptions {
+  int threads = 1;  // results do not depend on it
+};
+
+class CpuExecutor {
+ public:
+  CpuExecutor(const ir::Graph& graph, CpuOptions options);
+
+  // `feeds` gives a value for every tensor no op produces (inputs, labels,
+  // weights), by tensor name; returns the value of every tensor, by id.
+  std::vector<ir::TensorValue> run(const std::map<std::string, ir::TensorValue>& feeds) const;
+
+ private:
+  void runOp(const ir::Op& op, std::vector<ir::TensorValue>& values) const;
+
+  const ir::Graph& m_graph;
+  CpuOptions m_options;
+};
+
+}  // namespace tpusim::reference

@@ -1,0 +1,168 @@
+#include "reference/cpu/cpu_executor.hpp"
+
+#include <cmath>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "frontend/train/training_graph.hpp"
+#include "reference/cpu/kernels.hpp"
+#include "sim/common/error.hpp"
+#include "tests/support/onnx_builder.hpp"
+
+namespace tpusim::reference {
+namespace {
+
+std::vector<float> randomFloats(size_t count, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> values(count);
+  for (float& v : values) v = dist(rng);
+  return values;
+}
+
+class MatMulKernel : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(MatMulKernel, MatchesDoublePrecisionAndIgnoresThreadCount) {
+  const auto [ta, tb] = GetParam();
+  const int64_t m = 37, k = 53, n = 29;
+  std::mt19937 rng(3);
+  const std::vector<float> a = randomFloats(static_cast<size_t>(m * k), rng);
+  const std::vector<float> b = randomFloats(static_cast<size_t>(k * n), rng);
+  std::vector<float> one(static_cast<size_t>(m * n)), four(static_cast<size_t>(m * n));
+  matmul(a, b, one, m, k, n, ta, tb, 1);
+  matmul(a, b, four, m, k, n, ta, tb, 4);
+  EXPECT_EQ(one, four);  // bit-identical: each element is summed by one thread in the same order
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double av = ta ? a[static_cast<size_t>(i * m + r)] : a[static_cast<size_t>(r * k + i)];
+        const double bv = tb ? b[static_cast<size_t>(c * k + i)] : b[static_cast<size_t>(i * n + c)];
+        exact += av * bv;
+      }
+      EXPECT_NEAR(one[static_cast<size_t>(r * n + c)], exact, 1e-4 * (1 + std::abs(exact)));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulKernel, ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+TEST(Kernels, SoftmaxCrossEntropyClosedForm) {
+  // Row 0: logits (0, 0), label 0: -log(1/2) = ln 2.
+  // Row 1: logits (ln 3, 0), label 1: -log(1/4) = ln 4.  Mean = 1.5 ln 2.
+  const std::vector<float> logits = {0.0f, 0.0f, std::log(3.0f), 0.0f};
+  const std::vector<int64_t> labels = {0, 1};
+  EXPECT_NEAR(softmaxCrossEntropy(logits, labels, 2, 2), 1.5 * std::log(2.0), 1e-6);
+  std::vector<float> grad(4);
+  softmaxCrossEntropyGrad(logits, labels, grad, 2, 2);
+  // (softmax - onehot) / 2 = ((0.5 - 1) / 2, 0.5 / 2, 0.75 / 2, (0.25 - 1) / 2)
+  EXPECT_NEAR(grad[0], -0.25f, 1e-6);
+  EXPECT_NEAR(grad[1], 0.25f, 1e-6);
+  EXPECT_NEAR(grad[2], 0.375f, 1e-6);
+  EXPECT_NEAR(grad[3], -0.375f, 1e-6);
+  EXPECT_THROW(checkLabels(std::vector<int64_t>{0, 2}, 2), Error);
+}
+
+// The MLP of onnx_builder.hpp, trained for one step on random data.
+struct MlpStep {
+  ImportedModel model;
+  ir::Graph graph;
+  std::map<std::string, ir::TensorValue> feeds;
+
+  explicit MlpStep(int64_t batch) {
+    auto builder = testing::OnnxBuilder::mlp();
+    model = importOnnxModel(builder.model(), OnnxImportOptions{batch});
+    graph = buildTrainingGraph(model, TrainingOptions{0.1});
+    std::mt19937 rng(11);
+    for (const ir::Tensor& t : graph.tensors()) {
+      if (graph.producer(t.id) != nullptr) continue;
+      ir::TensorValue value = ir::TensorValue::zeros(t.shape, t.dtype);
+      if (t.role == ir::TensorRole::kLabel) {
+        for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i % 4);
+      } else {
+        value.floats = randomFloats(value.floats.size(), rng, 0.5f);
+      }
+      feeds[t.name] = value;
+    }
+  }
+
+  int tensorNamed(const std::string& name) const {
+    for (const ir::Tensor& t : graph.tensors()) {
+      if (t.name == name) return t.id;
+    }
+    throw std::runtime_error("no tensor " + name);
+  }
+  double loss(const std::map<std::string, ir::TensorValue>& inputs) const {
+    const auto values = CpuExecutor(graph, CpuOptions{}).run(inputs);
+    return values[static_cast<size_t>(graph.outputs().back())].floats[0];
+  }
+};
+
+TEST(CpuExecutor, GradientsMatchFiniteDifferences) {
+  const MlpStep step(8);
+  const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
+  // The SGD update w' = w - 0.1 g recovers each weight's gradient g.
+  for (const std::string weight : {"w1", "b1", "w2", "b2"}) {
+    const auto& before = step.feeds.at(weight).floats;
+    const auto& after = values[static_cast<size_t>(step.tensorNamed(weight + ":updated"))].floats;
+    for (size_t i = 0; i < before.size(); i += 3) {
+      const double analytic = (before[i] - after[i]) / 0.1;
+      auto plus = step.feeds;
+      auto minus = step.feeds;
+      const float h = 1e-2f;
+      plus[weight].floats[i] += h;
+      minus[weight].floats[i] -= h;
+      const double numeric = (step.loss(plus) - step.loss(minus)) / (2.0 * h);
+      EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
+    }
+  }
+}
+
+TEST(CpuExecutor, SgdUpdateIsExact) {
+  const MlpStep step(8);
+  const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
+  for (const ir::Op& op : step.graph.ops()) {
+    if (op.type != ir::OpType::kSgdUpdate) continue;
+    const auto& w = values[static_cast<size_t>(op.inputs[0])].floats;
+    const auto& g = values[static_cast<size_t>(op.inputs[1])].floats;
+    const auto& updated = values[static_cast<size_t>(op.outputs[0])].floats;
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(updated[i], w[i] - 0.1f * g[i]);
+  }
+}
+
+TEST(CpuExecutor, ResultsDoNotDependOnThreads) {
+  const MlpStep step(64);
+  const auto one = CpuExecutor(step.graph, CpuOptions{1}).run(step.feeds);
+  const auto many = CpuExecutor(step.graph, CpuOptions{3}).run(step.feeds);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i].floats, many[i].floats) << i;
+}
+
+TEST(CpuExecutor, BadFeedsAreErrors) {
+  const MlpStep step(8);
+  auto missing = step.feeds;
+  missing.erase("w1");
+  EXPECT_THROW(CpuExecutor(step.graph, CpuOptions{}).run(missing), Error);
+  auto wrong_shape = step.feeds;
+  wrong_shape["x"] = ir::TensorValue::zeros({8, 15}, DType::kF32);
+  EXPECT_THROW(CpuExecutor(step.graph, CpuOptions{}).run(wrong_shape), Error);
+  auto bad_label = step.feeds;
+  bad_label["labels"].ints[0] = 4;  // 4 classes: ids 0..3
+  try {
+    CpuExecutor(step.graph, CpuOptions{}).run(bad_label);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("label 4 of row 0"), std::string::npos) << error.what();
+  }
+}
+
+TEST(CpuExecutor, ShippedMlpInitializersAreRead) {
+  const ImportedModel model = importOnnxFile(TPUSIM_SOURCE_DIR "/traces/mlp.onnx", OnnxImportOptions{2});
+  ASSERT_EQ(model.initializers.size(), 6u);
+  EXPECT_EQ(model.initializers.at("0.weight").shape, (ir::Shape{512, 784}));
+  EXPECT_EQ(model.initializers.at("0.weight").floats.size(), 512u * 784);
+  // PyTorch initialises Linear weights uniformly in +-1/sqrt(fan_in).
+  for (float w : model.initializers.at("0.weight").floats) EXPECT_LE(std::abs(w), 1.0f / std::sqrt(784.0f));
+}
+
+}  // namespace
+}  // namespace tpusim::reference
