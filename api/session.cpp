@@ -6,6 +6,7 @@
 #include "frontend/lower/lower.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/training_graph.hpp"
+#include "reference/cpu/cpu_executor.hpp"
 #include "report/report.hpp"
 #include "sim/chip/driver.hpp"
 #include "sim/common/error.hpp"
@@ -38,18 +39,42 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
     }
     return program;
   }
+  const ModelGraph built = buildModelGraph(request);
+  const std::string mode = request.mode.value_or("training");
+  spdlog::debug("{} graph:\n{}", mode, built.graph.toString());
+  const std::string name = std::filesystem::path(request.model_path).filename().string();
+  return lowerToProgram(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)});
+}
+
+ModelGraph buildModelGraph(const RunRequest& request) {
+  if (!std::filesystem::exists(request.model_path)) {
+    throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
+  }
+  if (isProgramPath(request.model_path)) {
+    throw Error(ErrorKind::kInvalidConfig, request.model_path + " is a compiled Program; this needs the model");
+  }
   const std::string mode = request.mode.value_or("training");
   if (mode != "training" && mode != "inference") {
     throw Error(ErrorKind::kInvalidConfig, "unknown mode '" + mode + "' (use training or inference)");
   }
   if (!(request.learning_rate > 0)) throw Error(ErrorKind::kInvalidConfig, "learning rate must be > 0");
-  const ImportedModel model = importOnnxFile(request.model_path, OnnxImportOptions{request.batch});
-  if (!request.batch) spdlog::info("batch size {} (set it with --batch)", model.batch);
-  const ir::Graph graph = mode == "training" ? buildTrainingGraph(model, TrainingOptions{request.learning_rate})
-                                             : buildInferenceGraph(model);
-  spdlog::debug("{} graph:\n{}", mode, graph.toString());
-  const std::string name = std::filesystem::path(request.model_path).filename().string();
-  return lowerToProgram(graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(model.batch)});
+  ModelGraph built;
+  built.model = importOnnxFile(request.model_path, OnnxImportOptions{request.batch});
+  if (!request.batch) spdlog::info("batch size {} (set it with --batch)", built.model.batch);
+  built.graph = mode == "training" ? buildTrainingGraph(built.model, TrainingOptions{request.learning_rate})
+                                   : buildInferenceGraph(built.model);
+  return built;
+}
+
+std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
+                                                    std::map<std::string, ir::TensorValue> feeds, int threads) {
+  const ModelGraph built = buildModelGraph(request);
+  for (const auto& [name, value] : built.model.initializers) feeds.emplace(name, value);  // keeps given values
+  const std::vector<ir::TensorValue> values =
+      reference::CpuExecutor(built.graph, reference::CpuOptions{threads}).run(feeds);
+  std::map<std::string, ir::TensorValue> named;
+  for (const ir::Tensor& tensor : built.graph.tensors()) named[tensor.name] = values[static_cast<size_t>(tensor.id)];
+  return named;
 }
 
 RunOutcome runRequest(const RunRequest& request) {

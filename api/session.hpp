@@ -3,11 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "frontend/import/onnx_import.hpp"
+#include "frontend/ir/graph.hpp"
 #include "sim/common/params.hpp"
 #include "traces/program.pb.h"
 
@@ -34,5 +37,19 @@ struct RunOutcome {
 };
 
 RunOutcome runRequest(const RunRequest& request);
+
+// The IR graph a model request describes (training or inference), with the
+// model's weight values; saved Programs have no graph.
+struct ModelGraph {
+  ImportedModel model;
+  ir::Graph graph;
+};
+ModelGraph buildModelGraph(const RunRequest& request);
+
+// Runs the request's graph on the CPU reference executor. `feeds` gives
+// inputs and labels by name and may replace weights; weights default to the
+// model's initializers. Returns every tensor's value, by tensor name.
+std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
+                                                    std::map<std::string, ir::TensorValue> feeds, int threads);
 
 }  // namespace tpusim

@@ -1,5 +1,6 @@
 // The Python module `tpusim`: the library API of api/session.hpp, thin.
 // tpusim.Error carries the same one-line message the CLI prints.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -41,6 +42,60 @@ py::object run(const std::string& path, const std::string& hw, std::optional<std
   return py::module_::import("json").attr("loads")(outcome.report.dump());
 }
 
+// numpy arrays in: float32 (or float16) for floating tensors, integers for labels.
+tpusim::ir::TensorValue fromNumpy(const std::string& name, const py::array& array) {
+  tpusim::ir::TensorValue value;
+  for (py::ssize_t i = 0; i < array.ndim(); ++i) value.shape.push_back(array.shape(i));
+  const char kind = array.dtype().kind();
+  if (kind == 'f') {
+    value.dtype = array.dtype().itemsize() == 2 ? tpusim::DType::kF16 : tpusim::DType::kF32;
+    const auto floats = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+    value.floats.assign(floats.data(), floats.data() + floats.size());
+  } else if (kind == 'i' || kind == 'u') {
+    value.dtype = tpusim::DType::kInt64;
+    const auto ints = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(array);
+    value.ints.assign(ints.data(), ints.data() + ints.size());
+  } else {
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidInput, "feed '" + name + "' has numpy dtype kind '" +
+                                                              std::string(1, kind) + "'; use float or integer arrays");
+  }
+  return value;
+}
+
+py::array toNumpy(const tpusim::ir::TensorValue& value) {
+  std::vector<py::ssize_t> shape(value.shape.begin(), value.shape.end());
+  if (tpusim::ir::TensorValue::isFloating(value.dtype)) {
+    py::array_t<float> out(shape);
+    std::copy(value.floats.begin(), value.floats.end(), out.mutable_data());
+    return out;
+  }
+  py::array_t<int64_t> out(shape);
+  std::copy(value.ints.begin(), value.ints.end(), out.mutable_data());
+  return out;
+}
+
+py::dict reference(const std::string& path, const py::dict& feeds, std::optional<std::string> mode,
+                   std::optional<int64_t> batch, double learning_rate, int threads) {
+  tpusim::RunRequest request;
+  request.model_path = path;
+  request.mode = std::move(mode);
+  request.batch = batch;
+  request.learning_rate = learning_rate;
+  std::map<std::string, tpusim::ir::TensorValue> values;
+  for (const auto& [key, array] : feeds) {
+    const std::string name = py::str(key);
+    values[name] = fromNumpy(name, py::array::ensure(array));
+  }
+  std::map<std::string, tpusim::ir::TensorValue> results;
+  {
+    py::gil_scoped_release release;
+    results = tpusim::runReference(request, std::move(values), threads);
+  }
+  py::dict out;
+  for (const auto& [name, value] : results) out[py::str(name)] = toNumpy(value);
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(tpusim, m) {
@@ -56,6 +111,10 @@ PYBIND11_MODULE(tpusim, m) {
   m.def("run", &run, py::arg("path"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
         "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict.");
+  m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
+        py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
+        "Run one step of a model on the CPU reference executor. feeds: numpy arrays by input name (weights "
+        "default to the model's). Returns every tensor's value by name; updated weights are '<name>:updated'.");
   tpusim::setLogLevel("warn");
   m.def("set_log_level", &tpusim::setLogLevel, py::arg("level"),
         "Log level on stderr: trace, debug, info, warn (default), error, critical or off.");
