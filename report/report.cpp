@@ -13,14 +13,10 @@ namespace {
 
 const char* unitKindName(program::Unit unit) {
   switch (unit) {
-    case program::MXU:
-      return "mxu";
-    case program::VPU:
-      return "vpu";
-    case program::DMA:
-      return "dma";
-    default:
-      return "?";
+    case program::MXU: return "mxu";
+    case program::VPU: return "vpu";
+    case program::DMA: return "dma";
+    default: return "?";
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include <boost/program_options.hpp>
 
@@ -19,11 +20,13 @@ namespace po = boost::program_options;
 
 namespace {
 
+constexpr int64_t kBatchUnset = std::numeric_limits<int64_t>::min();
+
 struct ModelOptions {
   std::string model;
   std::string hw = "tpuv4";
   std::string mode;
-  int64_t batch = 0;
+  int64_t batch = kBatchUnset;
   std::vector<std::string> sets;
   std::string log_level = "warn";
 };
@@ -68,8 +71,8 @@ RunRequest toRequest(const ModelOptions& o) {
   request.model_path = o.model;
   request.hw = o.hw;
   if (!o.mode.empty()) request.mode = o.mode;
-  if (o.batch != 0) {
-    if (o.batch < 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");
+  if (o.batch != kBatchUnset) {
+    if (o.batch <= 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");
     request.batch = o.batch;
   }
   for (const std::string& set : o.sets) request.overrides.push_back(parseOverride(set));
@@ -111,7 +114,8 @@ int compileCommand(const std::vector<std::string>& args) {
   if (!parse(args, desc, "usage: tpusim compile MODEL -o FILE [options]", true, &o.model)) return 0;
   setLogLevel(o.log_level);
   if (output.empty()) throw Error(ErrorKind::kInvalidConfig, "compile needs -o FILE");
-  if (!isProgramPath(output)) throw Error(ErrorKind::kInvalidConfig, "-o must end in .tpuprog or .tpuprog.txt");
+  if (!isProgramPath(output))
+    throw Error(ErrorKind::kInvalidConfig, "-o must end in .tpuprog (binary), .tpuprog.txt or .pbtxt (text)");
   const RunRequest request = toRequest(o);
   const HardwareParams hw = resolveHardware(request);
   const program::Program program = compileRequest(request, hw);

@@ -24,22 +24,15 @@ std::string nodeLabel(const onnx::NodeProto& node) {
 
 DType fromOnnxType(int32_t type, const std::string& what) {
   switch (type) {
-    case onnx::TensorProto::FLOAT:
-      return DType::kF32;
-    case onnx::TensorProto::FLOAT16:
-      return DType::kF16;
-    case onnx::TensorProto::BFLOAT16:
-      return DType::kBF16;
-    case onnx::TensorProto::INT8:
-      return DType::kInt8;
-    case onnx::TensorProto::INT32:
-      return DType::kInt32;
-    case onnx::TensorProto::INT64:
-      return DType::kInt64;
-    case onnx::TensorProto::BOOL:
-      return DType::kBool;
-    default:
-      break;
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: break;
   }
   throw Error(ErrorKind::kUnsupported,
               what + " has ONNX element type " + std::to_string(type) + ", which tpusim does not support");
@@ -183,21 +176,31 @@ class Importer {
       if (type == "Gemm") {
         expectInputs(node, 2, 3);
         rejectAttributesExcept(node, {"alpha", "beta", "transA", "transB"});
-        if (floatAttribute(node, "alpha", 1.0f) != 1.0f || floatAttribute(node, "beta", 1.0f) != 1.0f) {
-          throw Error(ErrorKind::kUnsupported, label + ": Gemm with alpha or beta other than 1 is not supported yet");
-        }
         const std::string name = opName(node);
-        int out = g.matmul(name, value(node.input(0), label), value(node.input(1), label),
-                           intAttribute(node, "transA", 0) != 0, intAttribute(node, "transB", 0) != 0);
-        if (node.input_size() == 3 && !node.input(2).empty())
-          out = g.add(name + ".bias", out, value(node.input(2), label));
+        const float alpha = floatAttribute(node, "alpha", 1.0f);
+        const float beta = floatAttribute(node, "beta", 1.0f);
+        const int a = value(node.input(0), label);
+        const int b = value(node.input(1), label);
+        if (g.tensor(a).shape.size() != 2 || g.tensor(b).shape.size() != 2) invalid(label + ": Gemm needs 2-D A and B");
+        // Y = alpha op(A) op(B) + beta C, C broadcast to [M, N].
+        int out = g.matmul(name, a, b, intAttribute(node, "transA", 0) != 0, intAttribute(node, "transB", 0) != 0);
+        if (alpha != 1.0f) out = g.scale(name + ".alpha", out, alpha);
+        if (node.input_size() == 3 && !node.input(2).empty()) {
+          int c = value(node.input(2), label);
+          if (beta != 1.0f) c = g.scale(name + ".beta", c, beta);
+          out = g.add(name + ".bias", out, c);
+        }
         define(node, out);
       } else if (type == "MatMul") {
         expectInputs(node, 2, 2);
         define(node, g.matmul(opName(node), value(node.input(0), label), value(node.input(1), label), false, false));
-      } else if (type == "Add") {
+      } else if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
         expectInputs(node, 2, 2);
-        define(node, g.add(opName(node), value(node.input(0), label), value(node.input(1), label)));
+        const ir::OpType op = type == "Add"   ? ir::OpType::kAdd
+                              : type == "Sub" ? ir::OpType::kSub
+                              : type == "Mul" ? ir::OpType::kMul
+                                              : ir::OpType::kDiv;
+        define(node, g.binary(op, opName(node), value(node.input(0), label), value(node.input(1), label)));
       } else if (type == "Relu") {
         expectInputs(node, 1, 1);
         define(node, g.relu(opName(node), value(node.input(0), label)));
@@ -234,7 +237,7 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Add, Gemm, MatMul, Relu, SoftmaxCrossEntropyLoss";
+  return "Add, Div, Gemm, MatMul, Mul, Relu, SoftmaxCrossEntropyLoss, Sub";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -80,15 +80,21 @@ ir::TensorValue decodeOnnxTensor(const onnx::TensorProto& tensor) {
       break;
     case onnx::TensorProto::INT32:
     case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8:
     case onnx::TensorProto::BOOL: {
-      value.dtype = tensor.data_type() == onnx::TensorProto::INT32  ? DType::kInt32
-                    : tensor.data_type() == onnx::TensorProto::INT8 ? DType::kInt8
-                                                                    : DType::kBool;
+      switch (tensor.data_type()) {
+        case onnx::TensorProto::INT32: value.dtype = DType::kInt32; break;
+        case onnx::TensorProto::INT8: value.dtype = DType::kInt8; break;
+        case onnx::TensorProto::UINT8: value.dtype = DType::kUInt8; break;
+        default: value.dtype = DType::kBool; break;
+      }
       if (raw) {
         if (value.dtype == DType::kInt32) {
           for (int32_t v : rawValues<int32_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
         } else if (value.dtype == DType::kInt8) {
           for (int8_t v : rawValues<int8_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
+        } else if (value.dtype == DType::kUInt8) {
+          for (uint8_t v : rawValues<uint8_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
         } else {
           for (uint8_t v : rawValues<uint8_t>(tensor.raw_data(), count, name)) value.ints.push_back(v != 0);
         }

@@ -1,5 +1,6 @@
 #include "frontend/ir/graph.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "sim/common/error.hpp"
@@ -34,44 +35,54 @@ std::string shapeToString(const Shape& shape) {
   return text;
 }
 
+Shape broadcastShapes(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) {
+      throw Error(ErrorKind::kInvalidInput,
+                  "shapes " + shapeToString(a) + " and " + shapeToString(b) + " do not broadcast");
+    }
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
 const char* tensorRoleName(TensorRole role) {
   switch (role) {
-    case TensorRole::kInput:
-      return "input";
-    case TensorRole::kLabel:
-      return "label";
-    case TensorRole::kWeight:
-      return "weight";
-    case TensorRole::kActivation:
-      return "activation";
-    case TensorRole::kGradient:
-      return "gradient";
-    case TensorRole::kLoss:
-      return "loss";
+    case TensorRole::kInput: return "input";
+    case TensorRole::kLabel: return "label";
+    case TensorRole::kWeight: return "weight";
+    case TensorRole::kActivation: return "activation";
+    case TensorRole::kGradient: return "gradient";
+    case TensorRole::kLoss: return "loss";
   }
   return "?";
 }
 
 const char* opTypeName(OpType type) {
   switch (type) {
-    case OpType::kMatMul:
-      return "MatMul";
-    case OpType::kAdd:
-      return "Add";
-    case OpType::kRelu:
-      return "Relu";
-    case OpType::kReluGrad:
-      return "ReluGrad";
-    case OpType::kSoftmaxCrossEntropy:
-      return "SoftmaxCrossEntropy";
-    case OpType::kSoftmaxCrossEntropyGrad:
-      return "SoftmaxCrossEntropyGrad";
-    case OpType::kReduceRows:
-      return "ReduceRows";
-    case OpType::kSgdUpdate:
-      return "SgdUpdate";
+    case OpType::kMatMul: return "MatMul";
+    case OpType::kAdd: return "Add";
+    case OpType::kSub: return "Sub";
+    case OpType::kMul: return "Mul";
+    case OpType::kDiv: return "Div";
+    case OpType::kScale: return "Scale";
+    case OpType::kRelu: return "Relu";
+    case OpType::kReluGrad: return "ReluGrad";
+    case OpType::kReshape: return "Reshape";
+    case OpType::kReduceSumTo: return "ReduceSumTo";
+    case OpType::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
+    case OpType::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
+    case OpType::kSgdUpdate: return "SgdUpdate";
   }
   return "?";
+}
+
+bool isElementwiseBinary(OpType type) {
+  return type == OpType::kAdd || type == OpType::kSub || type == OpType::kMul || type == OpType::kDiv;
 }
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
@@ -121,36 +132,81 @@ const Op* Graph::producer(int tensor) const {
 int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b, TensorRole role) {
   const Tensor& ta = checked(a, name);
   const Tensor& tb = checked(b, name);
-  if (ta.shape.size() != 2 || tb.shape.size() != 2) {
-    shapeError(name, "MatMul needs 2-D operands, got " + shapeToString(ta.shape) + " and " + shapeToString(tb.shape));
+  if (ta.shape.size() < 2 || tb.shape.size() < 2) {
+    throw Error(ErrorKind::kUnsupported, "op '" + name + "': MatMul of a 1-D operand is not supported yet, got " +
+                                             shapeToString(ta.shape) + " and " + shapeToString(tb.shape));
   }
   if (ta.dtype != tb.dtype || !isFloat(ta.dtype)) shapeError(name, "MatMul operands must share one float dtype");
-  const int64_t m = transpose_a ? ta.shape[1] : ta.shape[0];
-  const int64_t k = transpose_a ? ta.shape[0] : ta.shape[1];
-  const int64_t kb = transpose_b ? tb.shape[1] : tb.shape[0];
-  const int64_t n = transpose_b ? tb.shape[0] : tb.shape[1];
+  const size_t ra = ta.shape.size();
+  const size_t rb = tb.shape.size();
+  const int64_t m = transpose_a ? ta.shape[ra - 1] : ta.shape[ra - 2];
+  const int64_t k = transpose_a ? ta.shape[ra - 2] : ta.shape[ra - 1];
+  const int64_t kb = transpose_b ? tb.shape[rb - 1] : tb.shape[rb - 2];
+  const int64_t n = transpose_b ? tb.shape[rb - 2] : tb.shape[rb - 1];
   if (k != kb) {
     shapeError(name, "MatMul contracting dimensions differ: " + shapeToString(ta.shape) + (transpose_a ? "^T" : "") +
                          " x " + shapeToString(tb.shape) + (transpose_b ? "^T" : ""));
   }
+  Shape out;
+  try {
+    out = broadcastShapes(Shape(ta.shape.begin(), ta.shape.end() - 2), Shape(tb.shape.begin(), tb.shape.end() - 2));
+  } catch (const Error& error) {
+    shapeError(name, std::string("MatMul batch dimensions: ") + error.what());
+  }
+  out.push_back(m);
+  out.push_back(n);
+  const DType dtype = ta.dtype;
   Op op{name, OpType::kMatMul, {a, b}, {}, transpose_a, transpose_b, 0};
-  return append(std::move(op), name + ":out", {m, n}, ta.dtype, role);
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
-int Graph::add(const std::string& name, int a, int b, TensorRole role) {
+int Graph::binary(OpType type, const std::string& name, int a, int b, TensorRole role) {
+  if (!isElementwiseBinary(type)) throw Error(ErrorKind::kInternal, "binary() given a non-binary op type");
   const Tensor& ta = checked(a, name);
   const Tensor& tb = checked(b, name);
-  const bool same = ta.shape == tb.shape;
-  const bool row_broadcast =
-      ta.shape.size() == 2 && ((tb.shape.size() == 1 && tb.shape[0] == ta.shape[1]) ||
-                               (tb.shape.size() == 2 && tb.shape[0] == 1 && tb.shape[1] == ta.shape[1]));
-  if (!same && !row_broadcast) {
-    shapeError(name, "Add supports equal shapes or a row vector broadcast over a matrix, got " +
-                         shapeToString(ta.shape) + " + " + shapeToString(tb.shape));
+  if (ta.dtype != tb.dtype) {
+    shapeError(name, std::string(opTypeName(type)) + " operands have different dtypes (" + dtypeName(ta.dtype) +
+                         " and " + dtypeName(tb.dtype) + ")");
   }
-  if (ta.dtype != tb.dtype) shapeError(name, "Add operands have different dtypes");
-  Op op{name, OpType::kAdd, {a, b}, {}, false, false, 0};
-  return append(std::move(op), name + ":out", ta.shape, ta.dtype, role);
+  Shape out;
+  try {
+    out = broadcastShapes(ta.shape, tb.shape);
+  } catch (const Error& error) {
+    shapeError(name, error.what());
+  }
+  const DType dtype = ta.dtype;
+  Op op{name, type, {a, b}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
+}
+
+int Graph::scale(const std::string& name, int x, double scalar, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (!isFloat(tx.dtype)) shapeError(name, "Scale needs a float tensor");
+  Op op{name, OpType::kScale, {x}, {}, false, false, scalar};
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
+}
+
+int Graph::reshape(const std::string& name, int x, Shape shape, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (elementCount(shape) != elementCount(tx.shape)) {
+    shapeError(name, "cannot reshape " + shapeToString(tx.shape) + " to " + shapeToString(shape));
+  }
+  Op op{name, OpType::kReshape, {x}, {}, false, false, 0};
+  const int out = append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
+  m_tensors[static_cast<size_t>(out)].alias_of = x;
+  return out;
+}
+
+int Graph::reduceSumTo(const std::string& name, int x, Shape shape, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  bool broadcasts = false;
+  try {
+    broadcasts = broadcastShapes(shape, tx.shape) == tx.shape;
+  } catch (const Error&) {
+  }
+  if (!broadcasts) shapeError(name, shapeToString(tx.shape) + " is not a broadcast of " + shapeToString(shape));
+  Op op{name, OpType::kReduceSumTo, {x}, {}, false, false, 0};
+  return append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
 }
 
 int Graph::relu(const std::string& name, int x) {
@@ -185,13 +241,6 @@ int Graph::softmaxCrossEntropyGrad(const std::string& name, int logits, int labe
   checked(labels, name);
   Op op{name, OpType::kSoftmaxCrossEntropyGrad, {logits, labels}, {}, false, false, 0};
   return append(std::move(op), name + ":out", tl.shape, tl.dtype, TensorRole::kGradient);
-}
-
-int Graph::reduceRows(const std::string& name, int x, TensorRole role) {
-  const Tensor& tx = checked(x, name);
-  if (tx.shape.size() != 2) shapeError(name, "ReduceRows needs a matrix, got " + shapeToString(tx.shape));
-  Op op{name, OpType::kReduceRows, {x}, {}, false, false, 0};
-  return append(std::move(op), name + ":out", {tx.shape[1]}, tx.dtype, role);
 }
 
 int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate) {

@@ -3,6 +3,7 @@
 //
 // Ops are added through the typed builders below, which check operand shapes
 // and infer the result's, so every Graph that exists is well formed.
+// Elementwise ops broadcast their operands as numpy (and ONNX) do.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,8 @@ using Shape = std::vector<int64_t>;
 
 int64_t elementCount(const Shape& shape);
 std::string shapeToString(const Shape& shape);
+// The numpy broadcast of two shapes; throws when they do not broadcast.
+Shape broadcastShapes(const Shape& a, const Shape& b);
 
 enum class TensorRole { kInput, kLabel, kWeight, kActivation, kGradient, kLoss };
 const char* tensorRoleName(TensorRole role);
@@ -27,22 +30,30 @@ struct Tensor {
   Shape shape;
   DType dtype = DType::kF32;
   TensorRole role = TensorRole::kActivation;
-  int alias_of = -1;  // an optimizer's updated weight names the weight it overwrites
+  // A tensor that shares its input's storage: a reshape's result, or an
+  // optimizer's updated weight, which overwrites the weight.
+  int alias_of = -1;
 
   uint64_t bytes() const { return static_cast<uint64_t>(elementCount(shape)) * dtypeBytes(dtype); }
 };
 
 enum class OpType {
-  kMatMul,                   // out = op(a) x op(b); op = optional transpose
-  kAdd,                      // out = a + b; b equal in shape or a row vector broadcast over a's rows
-  kRelu,                     // out = max(x, 0)
-  kReluGrad,                 // dx = dy where x > 0, else 0 (inputs: dy, x)
-  kSoftmaxCrossEntropy,      // loss = mean over rows of -log softmax(logits)[label]
+  kMatMul,               // out = op(a) x op(b) over the last two dims, batch dims broadcast; op = optional transpose
+  kAdd,                  // out = a + b (broadcast)
+  kSub,                  // out = a - b (broadcast)
+  kMul,                  // out = a * b (broadcast)
+  kDiv,                  // out = a / b (broadcast; integers truncate)
+  kScale,                // out = scalar * x
+  kRelu,                 // out = max(x, 0)
+  kReluGrad,             // dx = dy where x > 0, else 0 (inputs: dy, x)
+  kReshape,              // out = x with another shape of the same element count (no data moves)
+  kReduceSumTo,          // out = x summed over the dimensions broadcast from out's shape
+  kSoftmaxCrossEntropy,  // loss = mean over rows of -log softmax(logits)[label]
   kSoftmaxCrossEntropyGrad,  // dlogits = (softmax(logits) - onehot(label)) / rows
-  kReduceRows,               // out[n] = sum over m of x[m, n]
   kSgdUpdate,                // w' = w - learning_rate * g, written over w
 };
 const char* opTypeName(OpType type);
+bool isElementwiseBinary(OpType type);
 
 struct Op {
   std::string name;
@@ -51,7 +62,7 @@ struct Op {
   std::vector<int> outputs;
   bool transpose_a = false;  // MatMul
   bool transpose_b = false;  // MatMul
-  double learning_rate = 0;  // SgdUpdate
+  double scalar = 0;         // Scale: the factor; SgdUpdate: the learning rate
 };
 
 class Graph {
@@ -62,12 +73,17 @@ class Graph {
   // Builders: check operands, infer the output, append the op, return the output id.
   int matmul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b,
              TensorRole role = TensorRole::kActivation);
-  int add(const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation);
+  int binary(OpType type, const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation);
+  int add(const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation) {
+    return binary(OpType::kAdd, name, a, b, role);
+  }
+  int scale(const std::string& name, int x, double scalar, TensorRole role = TensorRole::kActivation);
   int relu(const std::string& name, int x);
   int reluGrad(const std::string& name, int dy, int x);
+  int reshape(const std::string& name, int x, Shape shape, TensorRole role = TensorRole::kActivation);
+  int reduceSumTo(const std::string& name, int x, Shape shape, TensorRole role = TensorRole::kGradient);
   int softmaxCrossEntropy(const std::string& name, int logits, int labels);
   int softmaxCrossEntropyGrad(const std::string& name, int logits, int labels);
-  int reduceRows(const std::string& name, int x, TensorRole role = TensorRole::kGradient);
   int sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate);
 
   void markOutput(int tensor) { m_outputs.push_back(tensor); }

@@ -16,20 +16,14 @@ using ir::OpType;
 
 program::DType toProgramDType(DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return program::F32;
-    case DType::kBF16:
-      return program::BF16;
-    case DType::kF16:
-      return program::F16;
-    case DType::kInt8:
-      return program::INT8;
-    case DType::kInt32:
-      return program::INT32;
-    case DType::kInt64:
-      return program::INT64;
-    case DType::kBool:
-      return program::BOOL;
+    case DType::kF32: return program::F32;
+    case DType::kBF16: return program::BF16;
+    case DType::kF16: return program::F16;
+    case DType::kInt8: return program::INT8;
+    case DType::kUInt8: return program::UINT8;
+    case DType::kInt32: return program::INT32;
+    case DType::kInt64: return program::INT64;
+    case DType::kBool: return program::BOOL;
   }
   return program::DTYPE_UNSPECIFIED;
 }
@@ -37,15 +31,11 @@ program::DType toProgramDType(DType dtype) {
 program::BufferRole toBufferRole(ir::TensorRole role) {
   switch (role) {
     case ir::TensorRole::kInput:
-    case ir::TensorRole::kLabel:
-      return program::INPUT;
-    case ir::TensorRole::kWeight:
-      return program::WEIGHT;
-    case ir::TensorRole::kGradient:
-      return program::GRADIENT;
+    case ir::TensorRole::kLabel: return program::INPUT;
+    case ir::TensorRole::kWeight: return program::WEIGHT;
+    case ir::TensorRole::kGradient: return program::GRADIENT;
     case ir::TensorRole::kActivation:
-    case ir::TensorRole::kLoss:
-      return program::ACTIVATION;
+    case ir::TensorRole::kLoss: return program::ACTIVATION;
   }
   return program::ROLE_UNSPECIFIED;
 }
@@ -213,52 +203,91 @@ class Lowerer {
   }
 
   void lowerOp(const ir::Op& op) {
-    if (op.type == OpType::kMatMul) {
-      lowerMatMul(op);
-    } else {
-      lowerVector(op);
+    switch (op.type) {
+      case OpType::kReshape: return;  // a view: the output shares the input's HBM buffer
+      case OpType::kMatMul: return lowerMatMul(op);
+      default: return lowerVector(op);
     }
+  }
+
+  // One core's share of a matmul: `count` independent [m, k] x [k, n] products.
+  struct MatMulShare {
+    uint64_t count;
+    uint64_t m;
+    uint64_t lhs_bytes;
+    uint64_t rhs_bytes;
+  };
+
+  // A matmul whose rhs has no batch dimensions folds its lhs batch into M (one big
+  // product, split by rows over the cores); otherwise the batch is split over the cores.
+  std::vector<MatMulShare> shareMatMul(const ir::Op& op, uint64_t m, uint64_t k, uint64_t n) const {
+    const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
+    const ir::Tensor& b = m_graph.tensor(op.inputs[1]);
+    const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+    const uint64_t element = dtypeBytes(a.dtype);
+    const auto batchOf = [](const ir::Shape& shape) {
+      return static_cast<uint64_t>(ir::elementCount(ir::Shape(shape.begin(), shape.end() - 2)));
+    };
+    const uint64_t batch = batchOf(out.shape);
+    const uint64_t cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
+    std::vector<MatMulShare> shares;
+    // (A transposed lhs is [..., K, M]: its rows do not stack, so only batch 1 folds.)
+    if (batchOf(b.shape) == 1 && (!op.transpose_a || batch == 1)) {
+      for (uint64_t rows : splitEvenly(batch * m, cores)) shares.push_back({1, rows, rows * k * element, b.bytes()});
+      return shares;
+    }
+    const bool a_batched = batchOf(a.shape) > 1;
+    const bool b_batched = batchOf(b.shape) > 1;
+    for (uint64_t count : splitEvenly(batch, cores)) {
+      shares.push_back(
+          {count, m, (a_batched ? count : 1) * m * k * element, (b_batched ? count : 1) * k * n * element});
+    }
+    return shares;
   }
 
   void lowerMatMul(const ir::Op& op) {
     const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
     const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
-    const uint64_t m = static_cast<uint64_t>(out.shape[0]);
-    const uint64_t n = static_cast<uint64_t>(out.shape[1]);
-    const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[0] : a.shape[1]);
+    const size_t rank = out.shape.size();
+    const uint64_t m = static_cast<uint64_t>(out.shape[rank - 2]);
+    const uint64_t n = static_cast<uint64_t>(out.shape[rank - 1]);
+    const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[a.shape.size() - 2] : a.shape.back());
     const uint64_t element = dtypeBytes(a.dtype);
-    const std::vector<uint64_t> rows = splitEvenly(m, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+    const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
     std::vector<uint32_t> stores;
-    for (uint32_t core = 0; core < rows.size(); ++core) {
-      const uint64_t m_core = rows[core];
-      const uint64_t lhs_bytes = m_core * k * element;
-      const uint64_t rhs_bytes = m_graph.tensor(op.inputs[1]).bytes();
-      const uint64_t out_bytes = m_core * n * dtypeBytes(out.dtype);
-      checkVmem(core, lhs_bytes + rhs_bytes + out_bytes);
-      const auto [load_a, vmem_a] = load(op, core, {op.inputs[0], lhs_bytes});
-      const auto [load_b, vmem_b] = load(op, core, {op.inputs[1], rhs_bytes});
+    const std::vector<MatMulShare> shares = shareMatMul(op, m, k, n);
+    for (uint32_t core = 0; core < shares.size(); ++core) {
+      const MatMulShare& share = shares[core];
+      const uint64_t out_bytes = share.count * share.m * n * dtypeBytes(out.dtype);
+      checkVmem(core, share.lhs_bytes + share.rhs_bytes + out_bytes);
+      const auto [load_a, vmem_a] = load(op, core, {op.inputs[0], share.lhs_bytes});
+      const auto [load_b, vmem_b] = load(op, core, {op.inputs[1], share.rhs_bytes});
       const uint32_t vmem_out =
           addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
       std::vector<uint32_t> compute;
-      const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
-      for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
-        program::Instruction& ins = newInstruction(op, "mxu" + std::to_string(mxu), program::MXU, core, mxu);
-        program::MatMul* mm = ins.mutable_matmul();
-        mm->set_m(m_core);
-        mm->set_k(k);
-        mm->set_n(cols[mxu]);
-        mm->set_input_dtype(toProgramDType(a.dtype));
-        mm->set_accumulate_dtype(program::F32);
-        mm->set_transpose_lhs(op.transpose_a);
-        mm->set_transpose_rhs(op.transpose_b);
-        ins.set_flops(2 * m_core * k * cols[mxu]);
-        ins.set_bytes((m_core * k + k * cols[mxu]) * element + m_core * cols[mxu] * dtypeBytes(out.dtype));
-        ins.add_reads(vmem_a);
-        ins.add_reads(vmem_b);
-        ins.add_writes(vmem_out);
-        ins.add_deps(load_a);
-        ins.add_deps(load_b);
-        compute.push_back(ins.id());
+      for (uint64_t item = 0; item < share.count; ++item) {
+        for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
+          std::string part;
+          if (share.count > 1) part.append("b").append(std::to_string(item)).append(".");
+          part.append("mxu").append(std::to_string(mxu));
+          program::Instruction& ins = newInstruction(op, part, program::MXU, core, mxu);
+          program::MatMul* mm = ins.mutable_matmul();
+          mm->set_m(share.m);
+          mm->set_k(k);
+          mm->set_n(cols[mxu]);
+          mm->set_input_dtype(toProgramDType(a.dtype));
+          mm->set_accumulate_dtype(program::F32);
+          mm->set_transpose_lhs(op.transpose_a);
+          mm->set_transpose_rhs(op.transpose_b);
+          ins.set_flops(2 * share.m * k * cols[mxu]);
+          ins.set_bytes((share.m * k + k * cols[mxu]) * element + share.m * cols[mxu] * dtypeBytes(out.dtype));
+          ins.add_reads(vmem_a);
+          ins.add_reads(vmem_b);
+          ins.add_writes(vmem_out);
+          ins.add_deps(load_a);
+          ins.add_deps(load_b);
+          compute.push_back(ins.id());
+        }
       }
       stores.push_back(store(op, core, vmem_out, out_bytes, compute));
     }
@@ -268,36 +297,34 @@ class Lowerer {
   void lowerVector(const ir::Op& op) {
     const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
     const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
-    // The dimension split across cores, and the elements the op processes.
-    uint64_t extent = 1;
+    // The output dimension 0 is split across cores; `elements` is what the op processes.
+    uint64_t extent = out.shape.empty() ? 1 : static_cast<uint64_t>(out.shape[0]);
     uint64_t elements = static_cast<uint64_t>(ir::elementCount(out.shape));
     program::VectorKind kind = program::ELEMENTWISE;
     switch (op.type) {
       case OpType::kSoftmaxCrossEntropy:  // to a scalar: one core does it all
+        extent = 1;
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;
         break;
-      case OpType::kReduceRows:  // [M, N] -> [N], split along N
-        extent = static_cast<uint64_t>(out.shape[0]);
+      case OpType::kReduceSumTo:  // kept dimensions are independent: split along out's first one
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;
         break;
-      default:
-        extent = out.shape.empty() ? 1 : static_cast<uint64_t>(out.shape[0]);
-        break;
+      default: break;
     }
     const std::vector<uint64_t> shares = splitEvenly(extent, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
     std::vector<uint32_t> stores;
     for (uint32_t core = 0; core < shares.size(); ++core) {
       const uint64_t share = shares[core];
       std::vector<Operand> operands;
-      for (int input : op.inputs) {
-        const ir::Tensor& tensor = m_graph.tensor(input);
-        // Operands laid out along the split dimension are split with it; others (a broadcast bias) load whole.
-        const bool split = op.type == OpType::kReduceRows ||
-                           (!tensor.shape.empty() && static_cast<uint64_t>(tensor.shape[0]) == extent &&
-                            (tensor.shape.size() == out.shape.size() || op.type == OpType::kSoftmaxCrossEntropyGrad));
-        operands.push_back({input, split ? tensor.bytes() / extent * share : tensor.bytes()});
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const ir::Tensor& tensor = m_graph.tensor(op.inputs[i]);
+        // Operands laid out like the output (or the reduced input, or the labels of the
+        // loss gradient) split with it; broadcast operands load whole.
+        const bool split = extent > 1 && (tensor.shape == out.shape || op.type == OpType::kReduceSumTo ||
+                                          op.type == OpType::kSoftmaxCrossEntropyGrad);
+        operands.push_back({op.inputs[i], split ? tensor.bytes() / extent * share : tensor.bytes()});
       }
       const uint64_t out_bytes = out.bytes() / extent * share;
       uint64_t vmem_bytes = out_bytes;

@@ -2,8 +2,10 @@
 //
 // This first compiler keeps every tensor in HBM between ops (no fusion, no
 // VMEM residency yet). Each op is split across the chip's TensorCores along
-// its leading output dimension (matmuls along M); on a core a matmul is
-// split along N across the MXUs. Per core and op: DMA loads of the inputs
+// its leading output dimension. A matmul whose rhs has no batch dimensions
+// folds the lhs batch into M and splits rows over the cores; a batched one
+// splits its batch over the cores. On a core a matmul is split along N
+// across the MXUs. Reshapes are views and emit nothing. Per core and op: DMA loads of the inputs
 // into VMEM (engine 0), the compute, a DMA store of the result (last engine).
 // Dependencies follow the HBM buffers: read-after-write, write-after-read and
 // write-after-write, so units overlap exactly as far as the data allows.
@@ -24,8 +26,8 @@ struct LowerOptions {
   uint64_t batch = 0;
 };
 
-// Throws Error (kResource) when the tensors do not fit HBM or one op's
-// working set does not fit VMEM, naming the largest tensors.
+// Throws Error (kResource) when the tensors do not fit HBM (naming the
+// largest) or one op's working set does not fit VMEM (naming the op).
 program::Program lowerToProgram(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options);
 
 }  // namespace tpusim

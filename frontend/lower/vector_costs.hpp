@@ -12,22 +12,20 @@ namespace tpusim {
 
 inline uint32_t vectorOpsPerElement(ir::OpType type) {
   switch (type) {
-    case ir::OpType::kAdd:
-      return 1;  // add
-    case ir::OpType::kRelu:
-      return 1;  // max with 0
-    case ir::OpType::kReluGrad:
-      return 2;  // compare, select
-    case ir::OpType::kReduceRows:
-      return 1;  // add into the accumulator row
-    case ir::OpType::kSgdUpdate:
-      return 2;  // multiply by the rate, subtract
-    case ir::OpType::kSoftmaxCrossEntropy:
-      return 6;  // row max, subtract, exp, row sum, log, pick label and mean
+    case ir::OpType::kAdd: return 1;                  // add
+    case ir::OpType::kRelu: return 1;                 // max with 0
+    case ir::OpType::kReluGrad: return 2;             // compare, select
+    case ir::OpType::kReduceSumTo: return 1;          // add into the accumulator
+    case ir::OpType::kSub: return 1;                  // subtract
+    case ir::OpType::kMul: return 1;                  // multiply
+    case ir::OpType::kDiv: return 2;                  // reciprocal estimate and multiply
+    case ir::OpType::kScale: return 1;                // multiply by a scalar
+    case ir::OpType::kSgdUpdate: return 2;            // multiply by the rate, subtract
+    case ir::OpType::kSoftmaxCrossEntropy: return 6;  // row max, subtract, exp, row sum, log, pick label and mean
     case ir::OpType::kSoftmaxCrossEntropyGrad:
       return 7;  // row max, subtract, exp, row sum, divide, subtract one-hot, scale
     case ir::OpType::kMatMul:
-      break;
+    case ir::OpType::kReshape: break;
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include "frontend/train/training_graph.hpp"
 
+#include <algorithm>
 #include <map>
 
 #include "sim/common/error.hpp"
@@ -54,47 +55,70 @@ class Backward {
     }
   }
 
+  // `gradient` has the broadcast shape of an op's output; sum it down to `operand`'s shape.
+  int toShapeOf(int gradient, int operand, const std::string& name) {
+    const ir::Shape& shape = m_graph.tensor(operand).shape;
+    if (m_graph.tensor(gradient).shape == shape) return gradient;
+    return m_graph.reduceSumTo(name, gradient, shape);
+  }
+
   void differentiate(const Op& op, int dy) {
     const std::string base = op.name + ".grad";
+    const int a = op.inputs[0];
+    const int b = op.inputs.size() > 1 ? op.inputs[1] : -1;
+    const auto grad = TensorRole::kGradient;
     switch (op.type) {
       case OpType::kMatMul: {
-        const int a = op.inputs[0];
-        const int b = op.inputs[1];
         const bool ta = op.transpose_a;
         const bool tb = op.transpose_b;
-        // y = op(a) op(b). da = dy op(b)^T, db = op(a)^T dy, each laid out like a resp. b.
+        // y = op(a) op(b). da = dy op(b)^T, db = op(a)^T dy, each laid out like a resp. b; with batch
+        // dimensions these are batched products, summed back over any batch dimension an operand broadcast.
         if (needs(a)) {
-          accumulate(a, ta ? m_graph.matmul(base + "_a", b, dy, tb, true, TensorRole::kGradient)
-                           : m_graph.matmul(base + "_a", dy, b, false, !tb, TensorRole::kGradient));
+          const int da = ta ? m_graph.matmul(base + "_a", b, dy, tb, true, grad)
+                            : m_graph.matmul(base + "_a", dy, b, false, !tb, grad);
+          accumulate(a, toShapeOf(da, a, base + "_a.sum"));
         }
         if (needs(b)) {
-          accumulate(b, tb ? m_graph.matmul(base + "_b", dy, a, true, ta, TensorRole::kGradient)
-                           : m_graph.matmul(base + "_b", a, dy, !ta, false, TensorRole::kGradient));
+          const int db = tb ? m_graph.matmul(base + "_b", dy, a, true, ta, grad)
+                            : m_graph.matmul(base + "_b", a, dy, !ta, false, grad);
+          accumulate(b, toShapeOf(db, b, base + "_b.sum"));
         }
         break;
       }
-      case OpType::kAdd: {
-        const int a = op.inputs[0];
-        const int b = op.inputs[1];
-        if (needs(a)) accumulate(a, dy);
+      case OpType::kAdd:
+        if (needs(a)) accumulate(a, toShapeOf(dy, a, base + "_a"));
+        if (needs(b)) accumulate(b, toShapeOf(dy, b, base + "_b"));
+        break;
+      case OpType::kSub:
+        if (needs(a)) accumulate(a, toShapeOf(dy, a, base + "_a"));
+        if (needs(b)) accumulate(b, toShapeOf(m_graph.scale(base + "_b.neg", dy, -1.0, grad), b, base + "_b"));
+        break;
+      case OpType::kMul:
+        if (needs(a))
+          accumulate(a, toShapeOf(m_graph.binary(OpType::kMul, base + "_a.mul", dy, b, grad), a, base + "_a"));
+        if (needs(b))
+          accumulate(b, toShapeOf(m_graph.binary(OpType::kMul, base + "_b.mul", dy, a, grad), b, base + "_b"));
+        break;
+      case OpType::kDiv:
+        // y = a / b: da = dy / b, db = -dy y / b.
+        if (needs(a))
+          accumulate(a, toShapeOf(m_graph.binary(OpType::kDiv, base + "_a.div", dy, b, grad), a, base + "_a"));
         if (needs(b)) {
-          const ir::Shape& b_shape = m_graph.tensor(b).shape;
-          if (b_shape == m_graph.tensor(a).shape) {
-            accumulate(b, dy);
-          } else if (b_shape.size() == 1) {
-            accumulate(b, m_graph.reduceRows(base + "_b", dy));
-          } else {
-            throw Error(ErrorKind::kUnsupported,
-                        "op '" + op.name + "': the gradient of a [1, N] broadcast operand is not supported yet");
-          }
+          const int dy_y = m_graph.binary(OpType::kMul, base + "_b.mul", dy, op.outputs[0], grad);
+          const int quotient = m_graph.binary(OpType::kDiv, base + "_b.div", dy_y, b, grad);
+          accumulate(b, toShapeOf(m_graph.scale(base + "_b.neg", quotient, -1.0, grad), b, base + "_b"));
         }
         break;
-      }
+      case OpType::kScale:
+        if (needs(a)) accumulate(a, m_graph.scale(base, dy, op.scalar, grad));
+        break;
+      case OpType::kReshape:
+        if (needs(a)) accumulate(a, m_graph.reshape(base, dy, m_graph.tensor(a).shape, grad));
+        break;
       case OpType::kRelu:
-        if (needs(op.inputs[0])) accumulate(op.inputs[0], m_graph.reluGrad(base, dy, op.inputs[0]));
+        if (needs(a)) accumulate(a, m_graph.reluGrad(base, dy, a));
         break;
-      default:
-        throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
+      default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
 
@@ -146,7 +170,9 @@ Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& opti
   if (!any_weight)
     throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
   Graph result = std::move(graph);
-  result.markOutput(loss);
+  if (std::find(result.outputs().begin(), result.outputs().end(), loss) == result.outputs().end()) {
+    result.markOutput(loss);
+  }
   return result;
 }
 
@@ -167,20 +193,16 @@ Graph buildInferenceGraph(const ImportedModel& model) {
     auto in = [&](size_t i) { return map.at(op.inputs[i]); };
     int out = -1;
     switch (op.type) {
-      case OpType::kMatMul:
-        out = graph.matmul(op.name, in(0), in(1), op.transpose_a, op.transpose_b);
-        break;
+      case OpType::kMatMul: out = graph.matmul(op.name, in(0), in(1), op.transpose_a, op.transpose_b); break;
       case OpType::kAdd:
-        out = graph.add(op.name, in(0), in(1));
-        break;
-      case OpType::kRelu:
-        out = graph.relu(op.name, in(0));
-        break;
-      case OpType::kSoftmaxCrossEntropy:
-        graph.markOutput(in(0));
-        continue;
-      default:
-        throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
+      case OpType::kSub:
+      case OpType::kMul:
+      case OpType::kDiv: out = graph.binary(op.type, op.name, in(0), in(1)); break;
+      case OpType::kScale: out = graph.scale(op.name, in(0), op.scalar); break;
+      case OpType::kReshape: out = graph.reshape(op.name, in(0), source.tensor(op.outputs[0]).shape); break;
+      case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
+      case OpType::kSoftmaxCrossEntropy: graph.markOutput(in(0)); continue;
+      default: throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
     }
     graph.rename(out, source.tensor(op.outputs[0]).name);
     map[op.outputs[0]] = out;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
@@ -12,6 +13,45 @@ namespace {
 
 using ir::OpType;
 using ir::TensorValue;
+
+void binaryFloat(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
+  auto run = [&](auto f) { broadcastBinary<float>(a.floats, a.shape, b.floats, b.shape, out.floats, out.shape, f); };
+  switch (type) {
+    case OpType::kAdd: run([](float x, float y) { return x + y; }); break;
+    case OpType::kSub: run([](float x, float y) { return x - y; }); break;
+    case OpType::kMul: run([](float x, float y) { return x * y; }); break;
+    default: run([](float x, float y) { return x / y; }); break;
+  }
+}
+
+// Integer arithmetic wraps to the dtype's width, as numpy and ONNX runtimes do.
+int64_t wrapTo(DType dtype, int64_t value) {
+  switch (dtype) {
+    case DType::kUInt8: return static_cast<uint8_t>(value);
+    case DType::kInt8: return static_cast<int8_t>(value);
+    case DType::kInt32: return static_cast<int32_t>(value);
+    case DType::kBool: return value != 0;
+    default: return value;
+  }
+}
+
+void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
+  auto run = [&](auto f) {
+    broadcastBinary<int64_t>(a.ints, a.shape, b.ints, b.shape, out.ints, out.shape,
+                             [&](int64_t x, int64_t y) { return wrapTo(out.dtype, f(x, y)); });
+  };
+  switch (type) {
+    case OpType::kAdd: run([](int64_t x, int64_t y) { return x + y; }); break;
+    case OpType::kSub: run([](int64_t x, int64_t y) { return x - y; }); break;
+    case OpType::kMul: run([](int64_t x, int64_t y) { return x * y; }); break;
+    default:
+      run([](int64_t x, int64_t y) {
+        if (y == 0) throw Error(ErrorKind::kInvalidInput, "integer division by zero");
+        return x / y;  // truncates toward zero
+      });
+      break;
+  }
+}
 
 }  // namespace
 
@@ -52,20 +92,31 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
   auto in = [&](size_t i) -> const TensorValue& { return values[static_cast<size_t>(op.inputs[i])]; };
   std::vector<float>& y = out.floats;
   switch (op.type) {
-    case OpType::kMatMul: {
-      const TensorValue& a = in(0);
-      const int64_t k = op.transpose_a ? a.shape[0] : a.shape[1];
-      matmul(a.floats, in(1).floats, y, out.shape[0], k, out.shape[1], op.transpose_a, op.transpose_b,
-             m_options.threads);
+    case OpType::kMatMul:
+      batchedMatmul(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, out.shape, op.transpose_a, op.transpose_b,
+                    m_options.threads);
+      break;
+    case OpType::kAdd:
+    case OpType::kSub:
+    case OpType::kMul:
+    case OpType::kDiv:
+      if (TensorValue::isFloating(out.dtype)) {
+        binaryFloat(op.type, in(0), in(1), out);
+      } else {
+        binaryInt(op.type, in(0), in(1), out);
+      }
+      break;
+    case OpType::kScale: {
+      const auto factor = static_cast<float>(op.scalar);
+      const std::vector<float>& x = in(0).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = factor * x[i];
       break;
     }
-    case OpType::kAdd: {
-      const std::vector<float>& a = in(0).floats;
-      const std::vector<float>& b = in(1).floats;
-      // b is a's shape, or one row broadcast over a's rows.
-      for (size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i % b.size()];
+    case OpType::kReshape:
+      out.floats = in(0).floats;
+      out.ints = in(0).ints;
       break;
-    }
+    case OpType::kReduceSumTo: reduceSumTo(in(0).floats, in(0).shape, y, out.shape); break;
     case OpType::kRelu: {
       const std::vector<float>& x = in(0).floats;
       for (size_t i = 0; i < y.size(); ++i) y[i] = std::isnan(x[i]) ? x[i] : (x[i] > 0.0f ? x[i] : 0.0f);
@@ -87,15 +138,10 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       softmaxCrossEntropyGrad(logits.floats, in(1).ints, y, logits.shape[0], logits.shape[1]);
       break;
     }
-    case OpType::kReduceRows: {
-      const TensorValue& x = in(0);
-      reduceRows(x.floats, y, x.shape[0], x.shape[1]);
-      break;
-    }
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;
-      const auto rate = static_cast<float>(op.learning_rate);
+      const auto rate = static_cast<float>(op.scalar);
       for (size_t i = 0; i < y.size(); ++i) y[i] = w[i] - rate * g[i];
       break;
     }

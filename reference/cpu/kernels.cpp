@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 
+#include "reference/cpu/broadcast.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::reference {
@@ -96,10 +97,36 @@ void softmaxCrossEntropyGrad(std::span<const float> logits, std::span<const int6
   }
 }
 
-void reduceRows(std::span<const float> x, std::span<float> out, int64_t rows, int64_t cols) {
-  std::fill(out.begin(), out.end(), 0.0f);
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) out[static_cast<size_t>(c)] += x[static_cast<size_t>(r * cols + c)];
+void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape, std::span<const float> b,
+                   const std::vector<int64_t>& b_shape, std::span<float> out, const std::vector<int64_t>& out_shape,
+                   bool transpose_a, bool transpose_b, int threads) {
+  const size_t rank = out_shape.size();
+  const int64_t m = out_shape[rank - 2];
+  const int64_t n = out_shape[rank - 1];
+  const int64_t k = transpose_a ? a_shape[a_shape.size() - 2] : a_shape[a_shape.size() - 1];
+  const ir::Shape batch(out_shape.begin(), out_shape.end() - 2);
+  // Strides in whole matrices of each operand's batch dimensions, broadcast to the output's.
+  const auto sa = broadcastStrides(ir::Shape(a_shape.begin(), a_shape.end() - 2), batch);
+  const auto sb = broadcastStrides(ir::Shape(b_shape.begin(), b_shape.end() - 2), batch);
+  const int64_t batches = ir::elementCount(batch);
+  std::vector<int64_t> index(batch.size(), 0);
+  int64_t ia = 0;
+  int64_t ib = 0;
+  for (int64_t e = 0; e < batches; ++e) {
+    matmul(a.subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)),
+           b.subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)),
+           out.subspan(static_cast<size_t>(e * m * n), static_cast<size_t>(m * n)), m, k, n, transpose_a, transpose_b,
+           threads);
+    for (size_t d = batch.size(); d-- > 0;) {
+      if (++index[d] < batch[d]) {
+        ia += sa[d];
+        ib += sb[d];
+        break;
+      }
+      ia -= sa[d] * (batch[d] - 1);
+      ib -= sb[d] * (batch[d] - 1);
+      index[d] = 0;
+    }
   }
 }
 

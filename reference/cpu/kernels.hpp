@@ -24,8 +24,11 @@ float softmaxCrossEntropy(std::span<const float> logits, std::span<const int64_t
 void softmaxCrossEntropyGrad(std::span<const float> logits, std::span<const int64_t> labels, std::span<float> out,
                              int64_t rows, int64_t classes);
 
-// out[n] = sum over m = 0 .. M-1 (in order) of x[m, n].
-void reduceRows(std::span<const float> x, std::span<float> out, int64_t rows, int64_t cols);
+// The batched form over the last two dimensions, batch dimensions broadcast
+// as numpy does; each batch element is one matmul() above.
+void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape, std::span<const float> b,
+                   const std::vector<int64_t>& b_shape, std::span<float> out, const std::vector<int64_t>& out_shape,
+                   bool transpose_a, bool transpose_b, int threads);
 
 // Checks that every label is a class id in [0, classes); throws Error naming the first bad one.
 void checkLabels(std::span<const int64_t> labels, int64_t classes);

@@ -60,8 +60,7 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
         fail(where + " moves " + std::to_string(ins.dma().bytes()) + " bytes; one transfer is at most 4 GiB");
       }
       break;
-    default:
-      fail(where + " has no execution unit");
+    default: fail(where + " has no execution unit");
   }
 }
 

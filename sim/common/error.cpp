@@ -23,32 +23,22 @@ Error Error::within(const std::string& context) const {
 
 int exitCodeFor(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput:
-      return 3;
-    case ErrorKind::kInvalidConfig:
-      return 2;
-    case ErrorKind::kUnsupported:
-      return 4;
-    case ErrorKind::kResource:
-      return 5;
-    case ErrorKind::kInternal:
-      return 70;
+    case ErrorKind::kInvalidInput: return 3;
+    case ErrorKind::kInvalidConfig: return 2;
+    case ErrorKind::kUnsupported: return 4;
+    case ErrorKind::kResource: return 5;
+    case ErrorKind::kInternal: return 70;
   }
   return 70;
 }
 
 const char* errorKindName(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kInvalidInput:
-      return "invalid input";
-    case ErrorKind::kInvalidConfig:
-      return "invalid configuration";
-    case ErrorKind::kUnsupported:
-      return "unsupported";
-    case ErrorKind::kResource:
-      return "does not fit";
-    case ErrorKind::kInternal:
-      return "internal error";
+    case ErrorKind::kInvalidInput: return "invalid input";
+    case ErrorKind::kInvalidConfig: return "invalid configuration";
+    case ErrorKind::kUnsupported: return "unsupported";
+    case ErrorKind::kResource: return "does not fit";
+    case ErrorKind::kInternal: return "internal error";
   }
   return "internal error";
 }

@@ -1,5 +1,6 @@
 #include "sim/common/numerics.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -14,7 +15,9 @@ uint16_t floatToBf16Bits(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-float bf16BitsToFloat(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+float bf16BitsToFloat(uint16_t bits) {
+  return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16);
+}
 
 uint16_t floatToF16Bits(float value) {
   const uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -31,7 +34,7 @@ uint16_t floatToF16Bits(float value) {
     return static_cast<uint16_t>(sign | rounded);
   }
   // Subnormal f16 (or zero): value / 2^-24 rounded to an integer, ties to even.
-  if (exponent < -25) return sign;  // below half the smallest subnormal
+  if (exponent < -25) return sign;                                // below half the smallest subnormal
   const uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;  // implicit bit
   // value = mantissa x 2^(exponent - 23) and a subnormal step is 2^-24: drop -exponent - 1 bits (14 .. 24).
   const int drop = -exponent - 1;
@@ -68,6 +71,10 @@ float roundTo(DType dtype, float value) {
     case DType::kBF16: return bf16BitsToFloat(floatToBf16Bits(value));
     case DType::kF16: return f16BitsToFloat(floatToF16Bits(value));
     case DType::kInt8: return static_cast<float>(floatToInt8(value));
+    case DType::kUInt8: {
+      if (std::isnan(value)) return 0.0f;
+      return std::clamp(std::nearbyint(value), 0.0f, 255.0f);
+    }
     case DType::kInt32:
     case DType::kInt64: {
       if (std::isnan(value)) return 0.0f;

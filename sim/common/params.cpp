@@ -64,8 +64,7 @@ void collectParams(const pb::Descriptor* message, const std::string& prefix,
           info.type = ParamType::kString;
           info.default_text = field->default_value_string();
           break;
-        default:
-          throw Error(ErrorKind::kInternal, "hardware.proto field " + name + " has an unsupported type");
+        default: throw Error(ErrorKind::kInternal, "hardware.proto field " + name + " has an unsupported type");
       }
       info.path = path;
       out.push_back(std::move(info));
@@ -110,12 +109,9 @@ pb::Message& mutableLeafParent(pb::Message& root, const ParamInfo& param) {
 
 const char* paramTypeName(ParamType type) {
   switch (type) {
-    case ParamType::kInt:
-      return "int";
-    case ParamType::kDouble:
-      return "double";
-    case ParamType::kString:
-      return "string";
+    case ParamType::kInt: return "int";
+    case ParamType::kDouble: return "double";
+    case ParamType::kString: return "string";
   }
   return "?";
 }
@@ -160,7 +156,10 @@ const ParamInfo& HardwareParams::find(std::string_view name) {
     }
   }
   std::string message = "unknown parameter '" + std::string(name) + "'";
-  if (closest != nullptr) message += "; did you mean '" + closest->name + "'?";
+  // Suggest only a near miss: a typo, not an unrelated word.
+  if (closest != nullptr && best <= std::max<size_t>(2, name.size() / 3)) {
+    message += "; did you mean '" + closest->name + "'?";
+  }
   message += " (tpusim hw params lists them all)";
   throw Error(ErrorKind::kInvalidConfig, message);
 }
@@ -234,9 +233,7 @@ void HardwareParams::set(std::string_view key, std::string_view value) {
       reflection->SetDouble(&parent, field, parsed);
       break;
     }
-    case ParamType::kString:
-      reflection->SetString(&parent, field, text);
-      break;
+    case ParamType::kString: reflection->SetString(&parent, field, text); break;
   }
   try {
     validate(param);
@@ -254,12 +251,9 @@ std::string HardwareParams::valueText(const ParamInfo& param) const {
   const pb::Reflection* reflection = parent.GetReflection();
   const pb::FieldDescriptor* field = param.path.back();
   switch (param.type) {
-    case ParamType::kInt:
-      return std::to_string(reflection->GetInt64(parent, field));
-    case ParamType::kDouble:
-      return formatDouble(reflection->GetDouble(parent, field));
-    case ParamType::kString:
-      return reflection->GetString(parent, field);
+    case ParamType::kInt: return std::to_string(reflection->GetInt64(parent, field));
+    case ParamType::kDouble: return formatDouble(reflection->GetDouble(parent, field));
+    case ParamType::kString: return reflection->GetString(parent, field);
   }
   return "";
 }
@@ -269,12 +263,9 @@ double HardwareParams::numericValue(const ParamInfo& param) const {
   const pb::Reflection* reflection = parent.GetReflection();
   const pb::FieldDescriptor* field = param.path.back();
   switch (param.type) {
-    case ParamType::kInt:
-      return static_cast<double>(reflection->GetInt64(parent, field));
-    case ParamType::kDouble:
-      return reflection->GetDouble(parent, field);
-    case ParamType::kString:
-      break;
+    case ParamType::kInt: return static_cast<double>(reflection->GetInt64(parent, field));
+    case ParamType::kDouble: return reflection->GetDouble(parent, field);
+    case ParamType::kString: break;
   }
   throw Error(ErrorKind::kInternal, "parameter " + param.name + " is not numeric");
 }

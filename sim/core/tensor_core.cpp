@@ -25,14 +25,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_pre
 ExecUnit& TensorCore::unitFor(const program::Instruction& instruction) {
   // Indices were checked against the hardware by validateProgram.
   switch (instruction.unit()) {
-    case program::MXU:
-      return *m_mxus.at(instruction.unit_index());
-    case program::VPU:
-      return *m_vpu;
-    case program::DMA:
-      return *m_dma.at(instruction.unit_index());
-    default:
-      break;
+    case program::MXU: return *m_mxus.at(instruction.unit_index());
+    case program::VPU: return *m_vpu;
+    case program::DMA: return *m_dma.at(instruction.unit_index());
+    default: break;
   }
   throw Error(ErrorKind::kInternal, "instruction " + instruction.name() + " has no unit");
 }

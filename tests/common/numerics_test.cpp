@@ -10,7 +10,9 @@
 namespace tpusim::numerics {
 namespace {
 
-float fromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
+float fromBits(uint32_t bits) {
+  return std::bit_cast<float>(bits);
+}
 
 TEST(Bf16, RoundsToNearestEven) {
   EXPECT_EQ(floatToBf16Bits(1.0f), 0x3f80);
@@ -34,8 +36,8 @@ TEST(Bf16, EveryBf16ValueRoundTrips) {
 
 TEST(F16, KnownValues) {
   EXPECT_EQ(floatToF16Bits(1.0f), 0x3c00);
-  EXPECT_EQ(floatToF16Bits(65504.0f), 0x7bff);               // largest f16
-  EXPECT_EQ(floatToF16Bits(65520.0f), 0x7c00);               // halfway to 65536, ties to even: infinity
+  EXPECT_EQ(floatToF16Bits(65504.0f), 0x7bff);  // largest f16
+  EXPECT_EQ(floatToF16Bits(65520.0f), 0x7c00);  // halfway to 65536, ties to even: infinity
   EXPECT_EQ(floatToF16Bits(65519.0f), 0x7bff);
   EXPECT_EQ(floatToF16Bits(std::ldexp(1.0f, -24)), 0x0001);  // smallest subnormal
   EXPECT_EQ(floatToF16Bits(std::ldexp(1.0f, -25)), 0x0000);  // halfway to it, ties to even: zero

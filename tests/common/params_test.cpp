@@ -78,6 +78,8 @@ TEST(Params, MisspeltKeySuggestsClosestName) {
   EXPECT_NE(message.find("unknown parameter 'mxu.rowz'"), std::string::npos) << message;
   EXPECT_NE(message.find("did you mean 'mxu.rows'"), std::string::npos) << message;
   EXPECT_NE(errorOf([&] { hw.set("bandwidth_gbps", "3"); }).find("'hbm.bandwidth_gbps'"), std::string::npos);
+  // An unrelated word gets no misleading suggestion.
+  EXPECT_EQ(errorOf([&] { hw.set("foo", "1"); }).find("did you mean"), std::string::npos);
 }
 
 TEST(Params, BoundsAndTypesAreChecked) {

@@ -99,6 +99,7 @@ BAD_INPUTS = [
     (["run", "{mlp}", "--set", "mxu.rows"], 2, "--set expects key=value"),
     (["run", "{mlp}", "--mode", "serving"], 2, "unknown mode 'serving'"),
     (["run", "{mlp}", "--batch", "-4"], 2, "--batch must be > 0"),
+    (["run", "{mlp}", "--batch", "0"], 2, "--batch must be > 0"),
     (["run", "{mlp}", "--set", "hbm.capacity_gib=0.00001"], 5, "of HBM"),
     (["run", "{not_program}"], 3, "not a tpusim Program"),
     (["run"], 2, "missing MODEL"),

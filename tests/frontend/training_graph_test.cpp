@@ -22,7 +22,7 @@ TEST(TrainingGraph, MlpForwardBackwardAndSgd) {
   // (no gradient for the input x), 1 relu grad; 4 SGD updates.
   EXPECT_EQ(graph.ops().size(), 17u) << graph.toString();
   EXPECT_EQ(countOps(graph, ir::OpType::kMatMul), 2 + 3);
-  EXPECT_EQ(countOps(graph, ir::OpType::kReduceRows), 2);
+  EXPECT_EQ(countOps(graph, ir::OpType::kReduceSumTo), 2);
   EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
   EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 1);
   // The added loss reads a new int64 label input of [batch].

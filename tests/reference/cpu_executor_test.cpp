@@ -118,6 +118,59 @@ TEST(CpuExecutor, GradientsMatchFiniteDifferences) {
   }
 }
 
+TEST(CpuExecutor, BroadcastAndBatchedGradientsMatchFiniteDifferences) {
+  // A batched matmul with a shared weight, broadcast add/mul/sub/div, scale and reshape,
+  // trained with the added softmax cross-entropy.
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {2, 3, 5}, DType::kF32, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {5, 4}, DType::kF32), false, false);
+  h = g.add("add", h, g.addWeight("bias", {1, 4}, DType::kF32));
+  h = g.binary(ir::OpType::kMul, "mul", h, g.addWeight("gain", {3, 1}, DType::kF32));
+  h = g.binary(ir::OpType::kSub, "sub", h, g.addWeight("shift", {4}, DType::kF32));
+  h = g.binary(ir::OpType::kDiv, "div", h, g.addWeight("den", {4}, DType::kF32));
+  g.markOutput(g.reshape("flat", g.scale("scale", h, 0.5), {6, 4}));
+  model.batch = 6;
+  const float rate = 0.1f;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{rate});
+  std::mt19937 rng(13);
+  std::map<std::string, ir::TensorValue> feeds;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (graph.producer(t.id) != nullptr) continue;
+    ir::TensorValue value = ir::TensorValue::zeros(t.shape, t.dtype);
+    if (t.role == ir::TensorRole::kLabel) {
+      for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i % 4);
+    } else {
+      value.floats = randomFloats(value.floats.size(), rng, 0.5f);
+      if (t.name == "den") {
+        for (float& v : value.floats) v = 1.5f + std::abs(v);  // keep the divisor away from 0
+      }
+    }
+    feeds[t.name] = value;
+  }
+  const CpuExecutor executor(graph, CpuOptions{});
+  const auto values = executor.run(feeds);
+  const auto lossOf = [&](const std::map<std::string, ir::TensorValue>& inputs) {
+    return static_cast<double>(executor.run(inputs)[static_cast<size_t>(graph.outputs().back())].floats[0]);
+  };
+  int weights_checked = 0;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.alias_of < 0 || t.role != ir::TensorRole::kWeight) continue;
+    ++weights_checked;
+    const std::string weight = graph.tensor(t.alias_of).name;
+    for (size_t i = 0; i < feeds[weight].floats.size(); ++i) {
+      const double analytic = (feeds[weight].floats[i] - values[static_cast<size_t>(t.id)].floats[i]) / rate;
+      auto plus = feeds;
+      auto minus = feeds;
+      plus[weight].floats[i] += 1e-2f;
+      minus[weight].floats[i] -= 1e-2f;
+      const double numeric = (lossOf(plus) - lossOf(minus)) / 2e-2;
+      EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
+    }
+  }
+  EXPECT_EQ(weights_checked, 5);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);

@@ -1,0 +1,47 @@
+// Numpy-style broadcasting for the CPU kernels: operands are walked in the
+// output's row-major order, each with stride 0 along the dimensions it is
+// broadcast over, so every element is visited in a fixed order.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+
+namespace tpusim::reference {
+
+// Element strides of a tensor of `shape` read as if it had `target` shape
+// (shapes aligned at the right; 0 where `shape` has 1 or no dimension).
+std::vector<int64_t> broadcastStrides(const ir::Shape& shape, const ir::Shape& target);
+
+// out[i] = f(a[..], b[..]) over out's shape.
+template <typename T, typename F>
+void broadcastBinary(std::span<const T> a, const ir::Shape& a_shape, std::span<const T> b, const ir::Shape& b_shape,
+                     std::span<T> out, const ir::Shape& out_shape, F f) {
+  const std::vector<int64_t> sa = broadcastStrides(a_shape, out_shape);
+  const std::vector<int64_t> sb = broadcastStrides(b_shape, out_shape);
+  const size_t rank = out_shape.size();
+  std::vector<int64_t> index(rank, 0);
+  int64_t ia = 0;
+  int64_t ib = 0;
+  for (size_t o = 0; o < out.size(); ++o) {
+    out[o] = f(a[static_cast<size_t>(ia)], b[static_cast<size_t>(ib)]);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out_shape[d]) {
+        ia += sa[d];
+        ib += sb[d];
+        break;
+      }
+      ia -= sa[d] * (out_shape[d] - 1);
+      ib -= sb[d] * (out_shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
+// out (of out_shape) = x (of x_shape, a broadcast of out_shape) summed over the
+// broadcast dimensions, adding x's elements in row-major order.
+void reduceSumTo(std::span<const float> x, const ir::Shape& x_shape, std::span<float> out, const ir::Shape& out_shape);
+
+}  // namespace tpusim::reference
