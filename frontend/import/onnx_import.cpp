@@ -149,9 +149,52 @@ class Importer {
   void define(const onnx::NodeProto& node, int tensor) {
     if (node.output_size() != 1)
       throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": only single-output nodes are supported");
-    if (m_values.count(node.output(0))) invalid(nodeLabel(node) + " redefines value '" + node.output(0) + "'");
-    m_result.graph.rename(tensor, node.output(0));
-    m_values[node.output(0)] = tensor;
+    defineOutput(node, 0, tensor);
+  }
+
+  void defineOutput(const onnx::NodeProto& node, int index, int tensor) {
+    const std::string& name = node.output(index);
+    if (name.empty()) return;  // an optional output the model does not use
+    if (m_values.count(name)) invalid(nodeLabel(node) + " redefines value '" + name + "'");
+    m_result.graph.rename(tensor, name);
+    m_values[name] = tensor;
+  }
+
+  // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss share their attributes.
+  void importLoss(const onnx::NodeProto& node, const std::string& label, bool with_softmax) {
+    expectInputs(node, 2, 3);
+    rejectAttributesExcept(node, {"reduction", "ignore_index"});
+    const auto* reduction_attr = attribute(node, "reduction");
+    const std::string reduction_name = reduction_attr ? reduction_attr->s() : "mean";
+    ir::Reduction reduction = ir::Reduction::kMean;
+    if (reduction_name == "none") {
+      reduction = ir::Reduction::kNone;
+    } else if (reduction_name == "sum") {
+      reduction = ir::Reduction::kSum;
+    } else if (reduction_name != "mean") {
+      invalid(label + ": unknown reduction '" + reduction_name + "' (none, sum or mean)");
+    }
+    std::optional<int64_t> ignore_index;
+    if (const auto* ignore = attribute(node, "ignore_index")) ignore_index = ignore->i();
+    const bool has_weights = node.input_size() == 3 && !node.input(2).empty();
+    const int max_outputs = with_softmax ? 2 : 1;
+    if (node.output_size() < 1 || node.output_size() > max_outputs) invalid(label + " has a wrong number of outputs");
+    ir::Graph& g = m_result.graph;
+    const std::string name = opName(node);
+    const int scores = value(node.input(0), label);
+    const int labels = value(node.input(1), label);
+    const bool log_prob_wanted = node.output_size() == 2 && !node.output(1).empty();
+    // The common case stays one fused op, which training can differentiate.
+    if (with_softmax && !has_weights && !ignore_index && reduction == ir::Reduction::kMean && !log_prob_wanted &&
+        g.tensor(scores).shape.size() == 2) {
+      defineOutput(node, 0, g.softmaxCrossEntropy(name, scores, labels));
+    } else {
+      const int logp = with_softmax ? g.softmax(name + ".log_softmax", scores, 1, true) : scores;
+      const int weights = has_weights ? value(node.input(2), label) : -1;
+      defineOutput(node, 0, g.nllLoss(name, logp, labels, weights, reduction, ignore_index));
+      if (log_prob_wanted) defineOutput(node, 1, logp);
+    }
+    m_result.has_loss = true;
   }
 
   void expectInputs(const onnx::NodeProto& node, int min, int max) {
@@ -204,16 +247,13 @@ class Importer {
       } else if (type == "Relu") {
         expectInputs(node, 1, 1);
         define(node, g.relu(opName(node), value(node.input(0), label)));
-      } else if (type == "SoftmaxCrossEntropyLoss") {
-        expectInputs(node, 2, 2);
-        rejectAttributesExcept(node, {"reduction"});
-        const auto* reduction = attribute(node, "reduction");
-        if (reduction && reduction->s() != "mean") {
-          throw Error(ErrorKind::kUnsupported,
-                      label + ": reduction '" + reduction->s() + "' is not supported yet (only mean)");
-        }
-        define(node, g.softmaxCrossEntropy(opName(node), value(node.input(0), label), value(node.input(1), label)));
-        m_result.has_loss = true;
+      } else if (type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") {
+        importLoss(node, label, type == "SoftmaxCrossEntropyLoss");
+      } else if (type == "Softmax" || type == "LogSoftmax") {
+        expectInputs(node, 1, 1);
+        rejectAttributesExcept(node, {"axis"});
+        define(node, g.softmax(opName(node), value(node.input(0), label), intAttribute(node, "axis", -1),
+                               type == "LogSoftmax"));
       } else {
         throw Error(ErrorKind::kUnsupported,
                     label + ": op " + type + " is not supported yet (supported: " + supportedOnnxOps() + ")");
@@ -237,7 +277,8 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Add, Div, Gemm, MatMul, Mul, Relu, SoftmaxCrossEntropyLoss, Sub";
+  return "Add, Div, Gemm, LogSoftmax, MatMul, Mul, NegativeLogLikelihoodLoss, Relu, Softmax, SoftmaxCrossEntropyLoss, "
+         "Sub";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

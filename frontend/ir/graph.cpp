@@ -77,6 +77,9 @@ const char* opTypeName(OpType type) {
     case OpType::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
     case OpType::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
     case OpType::kSgdUpdate: return "SgdUpdate";
+    case OpType::kSoftmax: return "Softmax";
+    case OpType::kLogSoftmax: return "LogSoftmax";
+    case OpType::kNllLoss: return "NllLoss";
   }
   return "?";
 }
@@ -156,7 +159,7 @@ int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool 
   out.push_back(m);
   out.push_back(n);
   const DType dtype = ta.dtype;
-  Op op{name, OpType::kMatMul, {a, b}, {}, transpose_a, transpose_b, 0};
+  Op op{name, OpType::kMatMul, {a, b}, {}, transpose_a, transpose_b, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
@@ -175,14 +178,14 @@ int Graph::binary(OpType type, const std::string& name, int a, int b, TensorRole
     shapeError(name, error.what());
   }
   const DType dtype = ta.dtype;
-  Op op{name, type, {a, b}, {}, false, false, 0};
+  Op op{name, type, {a, b}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
 int Graph::scale(const std::string& name, int x, double scalar, TensorRole role) {
   const Tensor& tx = checked(x, name);
   if (!isFloat(tx.dtype)) shapeError(name, "Scale needs a float tensor");
-  Op op{name, OpType::kScale, {x}, {}, false, false, scalar};
+  Op op{name, OpType::kScale, {x}, {}, false, false, scalar, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
 }
 
@@ -191,7 +194,7 @@ int Graph::reshape(const std::string& name, int x, Shape shape, TensorRole role)
   if (elementCount(shape) != elementCount(tx.shape)) {
     shapeError(name, "cannot reshape " + shapeToString(tx.shape) + " to " + shapeToString(shape));
   }
-  Op op{name, OpType::kReshape, {x}, {}, false, false, 0};
+  Op op{name, OpType::kReshape, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   const int out = append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
   m_tensors[static_cast<size_t>(out)].alias_of = x;
   return out;
@@ -205,13 +208,13 @@ int Graph::reduceSumTo(const std::string& name, int x, Shape shape, TensorRole r
   } catch (const Error&) {
   }
   if (!broadcasts) shapeError(name, shapeToString(tx.shape) + " is not a broadcast of " + shapeToString(shape));
-  Op op{name, OpType::kReduceSumTo, {x}, {}, false, false, 0};
+  Op op{name, OpType::kReduceSumTo, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
 }
 
 int Graph::relu(const std::string& name, int x) {
   const Tensor& tx = checked(x, name);
-  Op op{name, OpType::kRelu, {x}, {}, false, false, 0};
+  Op op{name, OpType::kRelu, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
 }
 
@@ -219,7 +222,7 @@ int Graph::reluGrad(const std::string& name, int dy, int x) {
   const Tensor& tdy = checked(dy, name);
   const Tensor& tx = checked(x, name);
   if (tdy.shape != tx.shape) shapeError(name, "ReluGrad operands differ in shape");
-  Op op{name, OpType::kReluGrad, {dy, x}, {}, false, false, 0};
+  Op op{name, OpType::kReluGrad, {dy, x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
 }
 
@@ -232,14 +235,15 @@ int Graph::softmaxCrossEntropy(const std::string& name, int logits, int labels) 
   }
   if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32)
     shapeError(name, "labels must be int32 or int64 class ids");
-  Op op{name, OpType::kSoftmaxCrossEntropy, {logits, labels}, {}, false, false, 0};
+  Op op{name, OpType::kSoftmaxCrossEntropy, {logits, labels}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
   return append(std::move(op), name + ":loss", {}, tl.dtype, TensorRole::kLoss);
 }
 
 int Graph::softmaxCrossEntropyGrad(const std::string& name, int logits, int labels) {
   const Tensor& tl = checked(logits, name);
   checked(labels, name);
-  Op op{name, OpType::kSoftmaxCrossEntropyGrad, {logits, labels}, {}, false, false, 0};
+  Op op{name,        OpType::kSoftmaxCrossEntropyGrad, {logits, labels}, {}, false, false, 0, 0, Reduction::kMean,
+        std::nullopt};
   return append(std::move(op), name + ":out", tl.shape, tl.dtype, TensorRole::kGradient);
 }
 
@@ -251,10 +255,49 @@ int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double l
     shapeError(name,
                "gradient shape " + shapeToString(tg.shape) + " differs from weight shape " + shapeToString(tw.shape));
   }
-  Op op{name, OpType::kSgdUpdate, {weight, gradient}, {}, false, false, learning_rate};
+  Op op{name, OpType::kSgdUpdate, {weight, gradient}, {}, false, false, learning_rate,
+        0,    Reduction::kMean,   std::nullopt};
   const int out = append(std::move(op), tw.name + ":updated", tw.shape, tw.dtype, TensorRole::kWeight);
   m_tensors[static_cast<size_t>(out)].alias_of = weight;
   return out;
+}
+
+int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {
+  const Tensor& tx = checked(x, name);
+  const auto rank = static_cast<int64_t>(tx.shape.size());
+  if (axis < -rank || axis >= rank)
+    shapeError(name, "axis " + std::to_string(axis) + " is out of range for " + shapeToString(tx.shape));
+  if (!isFloat(tx.dtype)) shapeError(name, "softmax needs a float tensor");
+  Op op{name,        log ? OpType::kLogSoftmax : OpType::kSoftmax, {x}, {}, false, false, 0, 0, Reduction::kMean,
+        std::nullopt};
+  op.axis = axis < 0 ? axis + rank : axis;
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
+}
+
+int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, Reduction reduction,
+                   std::optional<int64_t> ignore_index) {
+  const Tensor& tp = checked(logp, name);
+  const Tensor& ty = checked(labels, name);
+  if (tp.shape.size() < 2) shapeError(name, "the loss needs scores [N, C, ...], got " + shapeToString(tp.shape));
+  Shape expected = tp.shape;
+  expected.erase(expected.begin() + 1);
+  if (ty.shape != expected) {
+    shapeError(name, "labels " + shapeToString(ty.shape) + " do not match scores " + shapeToString(tp.shape));
+  }
+  if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32)
+    shapeError(name, "labels must be int32 or int64 class ids");
+  std::vector<int> inputs = {logp, labels};
+  if (weights >= 0) {
+    const Tensor& tw = checked(weights, name);
+    if (tw.shape != Shape{tp.shape[1]}) shapeError(name, "class weights must be [C], got " + shapeToString(tw.shape));
+    inputs.push_back(weights);
+  }
+  Op op{name, OpType::kNllLoss, inputs, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  op.reduction = reduction;
+  op.ignore_index = ignore_index;
+  const DType dtype = tp.dtype;
+  return append(std::move(op), name + ":loss", reduction == Reduction::kNone ? expected : Shape{}, dtype,
+                TensorRole::kLoss);
 }
 
 std::string Graph::toString() const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,18 +52,26 @@ enum class OpType {
   kSoftmaxCrossEntropy,  // loss = mean over rows of -log softmax(logits)[label]
   kSoftmaxCrossEntropyGrad,  // dlogits = (softmax(logits) - onehot(label)) / rows
   kSgdUpdate,                // w' = w - learning_rate * g, written over w
+  kSoftmax,                  // exp(x) / sum exp(x) along `axis`
+  kLogSoftmax,               // x - log sum exp(x) along `axis`
+  kNllLoss,                  // -logp[n, label, d...] x weight[label], reduced (ONNX NegativeLogLikelihoodLoss)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
+
+enum class Reduction { kNone, kSum, kMean };
 
 struct Op {
   std::string name;
   OpType type;
   std::vector<int> inputs;
   std::vector<int> outputs;
-  bool transpose_a = false;  // MatMul
-  bool transpose_b = false;  // MatMul
-  double scalar = 0;         // Scale: the factor; SgdUpdate: the learning rate
+  bool transpose_a = false;                // MatMul
+  bool transpose_b = false;                // MatMul
+  double scalar = 0;                       // Scale: the factor; SgdUpdate: the learning rate
+  int64_t axis = 0;                        // Softmax, LogSoftmax: non-negative
+  Reduction reduction = Reduction::kMean;  // NllLoss
+  std::optional<int64_t> ignore_index;     // NllLoss: labels equal to it count for nothing
 };
 
 class Graph {
@@ -85,6 +94,11 @@ class Graph {
   int softmaxCrossEntropy(const std::string& name, int logits, int labels);
   int softmaxCrossEntropyGrad(const std::string& name, int logits, int labels);
   int sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate);
+  // axis may be negative (counted from the end).
+  int softmax(const std::string& name, int x, int64_t axis, bool log);
+  // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.
+  int nllLoss(const std::string& name, int logp, int labels, int weights, Reduction reduction,
+              std::optional<int64_t> ignore_index);
 
   void markOutput(int tensor) { m_outputs.push_back(tensor); }
   // Gives an existing tensor a user-facing name (an ONNX value name, say).

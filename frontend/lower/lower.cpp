@@ -307,6 +307,15 @@ class Lowerer {
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;
         break;
+      case OpType::kNllLoss:  // a gather and a reduction: one core does it all
+        extent = 1;
+        elements = static_cast<uint64_t>(ir::elementCount(first.shape));
+        kind = program::REDUCTION;
+        break;
+      case OpType::kSoftmax:
+      case OpType::kLogSoftmax:  // rows along the axis are independent: split dim 0 unless it is the axis
+        if (op.axis == 0) extent = 1;
+        break;
       case OpType::kReduceSumTo:  // kept dimensions are independent: split along out's first one
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;

@@ -23,7 +23,10 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kSgdUpdate: return 2;            // multiply by the rate, subtract
     case ir::OpType::kSoftmaxCrossEntropy: return 6;  // row max, subtract, exp, row sum, log, pick label and mean
     case ir::OpType::kSoftmaxCrossEntropyGrad:
-      return 7;  // row max, subtract, exp, row sum, divide, subtract one-hot, scale
+      return 7;                              // row max, subtract, exp, row sum, divide, subtract one-hot, scale
+    case ir::OpType::kSoftmax: return 5;     // max, subtract, exp, sum, divide
+    case ir::OpType::kLogSoftmax: return 5;  // max, subtract, exp, sum, log and subtract
+    case ir::OpType::kNllLoss: return 2;     // gather the label's log-probability, weight and accumulate
     case ir::OpType::kMatMul:
     case ir::OpType::kReshape: break;
   }

@@ -29,6 +29,14 @@ class Backward {
   }
 
   void run(int loss) {
+    const Op* loss_op = m_graph.producer(loss);
+    if (loss_op == nullptr || loss_op->type != OpType::kSoftmaxCrossEntropy) {
+      throw Error(ErrorKind::kUnsupported,
+                  "training differentiates softmax cross-entropy over [N, C] scores with mean reduction; the model's "
+                  "loss '" +
+                      m_graph.tensor(loss).name + "' (" + (loss_op ? ir::opTypeName(loss_op->type) : "an input") +
+                      ") has no gradient yet");
+    }
     const std::vector<Op> forward = m_graph.ops();  // copy: the loop appends ops
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       const Op& op = *it;
@@ -201,7 +209,14 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kScale: out = graph.scale(op.name, in(0), op.scalar); break;
       case OpType::kReshape: out = graph.reshape(op.name, in(0), source.tensor(op.outputs[0]).shape); break;
       case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
-      case OpType::kSoftmaxCrossEntropy: graph.markOutput(in(0)); continue;
+      case OpType::kSoftmax:
+      case OpType::kLogSoftmax: out = graph.softmax(op.name, in(0), op.axis, op.type == OpType::kLogSoftmax); break;
+      case OpType::kSoftmaxCrossEntropy:
+      case OpType::kNllLoss:  // a loss: what it scores becomes the output
+        if (std::find(graph.outputs().begin(), graph.outputs().end(), in(0)) == graph.outputs().end()) {
+          graph.markOutput(in(0));
+        }
+        continue;
       default: throw Error(ErrorKind::kInternal, "unexpected op in a forward graph: " + op.name);
     }
     graph.rename(out, source.tensor(op.outputs[0]).name);

@@ -138,6 +138,25 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       softmaxCrossEntropyGrad(logits.floats, in(1).ints, y, logits.shape[0], logits.shape[1]);
       break;
     }
+    case OpType::kSoftmax:
+    case OpType::kLogSoftmax: {
+      const ir::Shape& shape = in(0).shape;
+      const auto axis = static_cast<size_t>(op.axis);
+      const int64_t outer = ir::elementCount(ir::Shape(shape.begin(), shape.begin() + static_cast<long>(axis)));
+      const int64_t inner = ir::elementCount(ir::Shape(shape.begin() + static_cast<long>(axis) + 1, shape.end()));
+      softmax(in(0).floats, y, outer, shape[axis], inner, op.type == OpType::kLogSoftmax);
+      break;
+    }
+    case OpType::kNllLoss: {
+      const ir::Shape& shape = in(0).shape;
+      const int64_t trailing = ir::elementCount(ir::Shape(shape.begin() + 2, shape.end()));
+      const std::vector<float> none;
+      const std::vector<float>& weights = op.inputs.size() > 2 ? in(2).floats : none;
+      const int reduction = op.reduction == ir::Reduction::kNone ? 0 : op.reduction == ir::Reduction::kSum ? 1 : 2;
+      nllLoss(in(0).floats, in(1).ints, weights, y, shape[0], shape[1], trailing, reduction,
+              op.ignore_index ? &*op.ignore_index : nullptr);
+      break;
+    }
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;

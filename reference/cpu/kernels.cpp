@@ -97,6 +97,48 @@ void softmaxCrossEntropyGrad(std::span<const float> logits, std::span<const int6
   }
 }
 
+void softmax(std::span<const float> x, std::span<float> out, int64_t outer, int64_t length, int64_t inner, bool log) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const auto at = [&](int64_t j) { return static_cast<size_t>((o * length + j) * inner + i); };
+      float top = x[at(0)];
+      for (int64_t j = 1; j < length; ++j) top = std::max(top, x[at(j)]);
+      float sum = 0.0f;
+      for (int64_t j = 0; j < length; ++j) sum += std::exp(x[at(j)] - top);
+      const float log_sum = std::log(sum);
+      for (int64_t j = 0; j < length; ++j) {
+        out[at(j)] = log ? x[at(j)] - top - log_sum : std::exp(x[at(j)] - top) / sum;
+      }
+    }
+  }
+}
+
+void nllLoss(std::span<const float> logp, std::span<const int64_t> labels, std::span<const float> weights,
+             std::span<float> out, int64_t n, int64_t c, int64_t d, int reduction, const int64_t* ignore_index) {
+  float total = 0.0f;
+  float weight_sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < d; ++j) {
+      const int64_t label = labels[static_cast<size_t>(i * d + j)];
+      float loss = 0.0f;
+      if (ignore_index == nullptr || label != *ignore_index) {
+        if (label < 0 || label >= c) {
+          throw Error(ErrorKind::kInvalidInput, "label " + std::to_string(label) + " at position " +
+                                                    std::to_string(i * d + j) + " is not a class id in [0, " +
+                                                    std::to_string(c) + ")");
+        }
+        const float weight = weights.empty() ? 1.0f : weights[static_cast<size_t>(label)];
+        loss = -logp[static_cast<size_t>((i * c + label) * d + j)] * weight;
+        weight_sum += weight;
+      }
+      if (reduction == 0) out[static_cast<size_t>(i * d + j)] = loss;
+      total += loss;
+    }
+  }
+  if (reduction == 1) out[0] = total;
+  if (reduction == 2) out[0] = total / weight_sum;
+}
+
 void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape, std::span<const float> b,
                    const std::vector<int64_t>& b_shape, std::span<float> out, const std::vector<int64_t>& out_shape,
                    bool transpose_a, bool transpose_b, int threads) {

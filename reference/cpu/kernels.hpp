@@ -30,6 +30,16 @@ void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape
                    const std::vector<int64_t>& b_shape, std::span<float> out, const std::vector<int64_t>& out_shape,
                    bool transpose_a, bool transpose_b, int threads);
 
+// Softmax or log-softmax of x (viewed as [outer, length, inner]) along the middle axis,
+// with the maximum subtracted first; sums run in increasing index order.
+void softmax(std::span<const float> x, std::span<float> out, int64_t outer, int64_t length, int64_t inner, bool log);
+
+// ONNX NegativeLogLikelihoodLoss: logp is [N, C, D] (D = product of trailing dims), labels
+// [N, D], weights [C] or empty. reduction 0 none (out is [N, D]), 1 sum, 2 mean (divided by
+// the summed weights of the counted labels). Labels equal to ignore_index count for nothing.
+void nllLoss(std::span<const float> logp, std::span<const int64_t> labels, std::span<const float> weights,
+             std::span<float> out, int64_t n, int64_t c, int64_t d, int reduction, const int64_t* ignore_index);
+
 // Checks that every label is a class id in [0, classes); throws Error naming the first bad one.
 void checkLabels(std::span<const int64_t> labels, int64_t classes);
 

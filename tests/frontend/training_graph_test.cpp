@@ -85,6 +85,25 @@ TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
   EXPECT_EQ(countOps(training, ir::OpType::kSoftmaxCrossEntropy), 1);
 }
 
+TEST(TrainingGraph, LossesWithoutAGradientAreClearlyUnsupported) {
+  auto b = testing::OnnxBuilder::mlpWithLoss();
+  auto* attr = b.model().mutable_graph()->mutable_node(3)->add_attribute();  // the loss node
+  attr->set_name("reduction");
+  attr->set_type(onnx::AttributeProto::STRING);
+  attr->set_s("sum");
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  try {
+    buildTrainingGraph(model, TrainingOptions{});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(error.what()).find("NllLoss"), std::string::npos) << error.what();
+  }
+  // Inference still runs it: the log-probabilities become the output.
+  const ir::Graph inference = buildInferenceGraph(model);
+  EXPECT_EQ(inference.tensor(inference.outputs()[0]).shape, (ir::Shape{4, 4}));
+}
+
 TEST(TrainingGraph, OutputsThatCannotTakeALossAreErrors) {
   ImportedModel model;
   const int x = model.graph.addInput("x", {4, 8, 2}, DType::kF32, ir::TensorRole::kInput);

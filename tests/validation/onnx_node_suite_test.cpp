@@ -1,0 +1,137 @@
+// The ONNX backend node-test suite (Debian's libonnx-testdata): every case
+// whose ops are all ones tpusim imports is imported and run on the CPU
+// reference executor, and its outputs are compared with the suite's expected
+// outputs at the suite's own tolerances (rtol 1e-3, atol 1e-7). The test
+// prints how many cases exist, how many use only supported ops and how many
+// passed; a supported case that fails, for any reason, fails the test.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include "frontend/import/onnx_import.hpp"
+#include "frontend/import/onnx_tensor.hpp"
+#include "reference/cpu/cpu_executor.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kSuiteDir = "/usr/share/libonnx-testdata/data/node";
+
+std::set<std::string> supportedOps() {
+  std::set<std::string> ops;
+  std::stringstream list(supportedOnnxOps());
+  std::string op;
+  while (std::getline(list, op, ',')) {
+    op.erase(0, op.find_first_not_of(' '));
+    ops.insert(op);
+  }
+  return ops;
+}
+
+onnx::ModelProto loadModel(const fs::path& path) {
+  std::ifstream file(path, std::ios::binary);
+  onnx::ModelProto model;
+  if (!model.ParseFromIstream(&file)) throw Error(ErrorKind::kInvalidInput, "cannot parse " + path.string());
+  return model;
+}
+
+// Empty when the values agree; otherwise what differs.
+std::string compare(const ir::TensorValue& expected, const ir::TensorValue& actual) {
+  if (expected.shape != actual.shape) {
+    return "shape " + ir::shapeToString(actual.shape) + ", expected " + ir::shapeToString(expected.shape);
+  }
+  if (ir::TensorValue::isFloating(expected.dtype)) {
+    for (size_t i = 0; i < expected.floats.size(); ++i) {
+      const double e = expected.floats[i];
+      const double a = actual.floats[i];
+      if (std::isnan(e) && std::isnan(a)) continue;
+      if (!(std::abs(a - e) <= 1e-7 + 1e-3 * std::abs(e))) {
+        return "element " + std::to_string(i) + " is " + std::to_string(a) + ", expected " + std::to_string(e);
+      }
+    }
+    return "";
+  }
+  return expected.ints == actual.ints ? "" : "integer values differ";
+}
+
+// Runs every test_data_set_* of one case; returns the first problem, or "".
+std::string runCase(const fs::path& dir, const onnx::ModelProto& proto) {
+  const ImportedModel model = importOnnxModel(proto, {});
+  std::vector<std::string> inputs;
+  for (const auto& input : proto.graph().input()) {
+    if (!model.initializers.count(input.name())) inputs.push_back(input.name());
+  }
+  std::vector<fs::path> sets;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0)
+      sets.push_back(entry.path());
+  }
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test data";
+  const reference::CpuExecutor executor(model.graph, reference::CpuOptions{});
+  for (const fs::path& set : sets) {
+    std::map<std::string, ir::TensorValue> feeds = model.initializers;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      feeds[inputs[i]] = readOnnxTensorFile((set / ("input_" + std::to_string(i) + ".pb")).string());
+    }
+    const std::vector<ir::TensorValue> values = executor.run(feeds);
+    for (size_t i = 0; i < model.graph.outputs().size(); ++i) {
+      const ir::TensorValue expected = readOnnxTensorFile((set / ("output_" + std::to_string(i) + ".pb")).string());
+      const std::string problem = compare(expected, values[static_cast<size_t>(model.graph.outputs()[i])]);
+      if (!problem.empty()) return set.filename().string() + " output " + std::to_string(i) + ": " + problem;
+    }
+  }
+  return "";
+}
+
+TEST(OnnxNodeSuite, EverySupportedCasePasses) {
+  if (!fs::exists(kSuiteDir))
+    GTEST_SKIP() << kSuiteDir << " is missing: install libonnx-testdata (scripts/setup.sh does)";
+  const std::set<std::string> supported = supportedOps();
+  std::vector<fs::path> cases;
+  for (const auto& entry : fs::directory_iterator(kSuiteDir)) cases.push_back(entry.path());
+  std::sort(cases.begin(), cases.end());
+  int total = 0;
+  int of_supported_ops = 0;
+  int passed = 0;
+  std::map<std::string, int> passed_by_op;
+  for (const fs::path& dir : cases) {
+    if (!fs::exists(dir / "model.onnx")) continue;
+    ++total;
+    const onnx::ModelProto proto = loadModel(dir / "model.onnx");
+    std::set<std::string> ops;
+    for (const auto& node : proto.graph().node()) ops.insert(node.op_type());
+    if (!std::includes(supported.begin(), supported.end(), ops.begin(), ops.end())) continue;
+    ++of_supported_ops;
+    std::string problem;
+    try {
+      problem = runCase(dir, proto);
+    } catch (const Error& error) {
+      problem = error.what();
+    }
+    if (problem.empty()) {
+      ++passed;
+      for (const std::string& op : ops) ++passed_by_op[op];
+    } else {
+      ADD_FAILURE() << dir.filename().string() << ": " << problem;
+    }
+  }
+  std::cout << "ONNX node tests: " << total << " cases, " << of_supported_ops << " use only supported ops, " << passed
+            << " passed\n";
+  for (const auto& [op, count] : passed_by_op) std::cout << "  " << op << ": " << count << " passed\n";
+  EXPECT_GT(of_supported_ops, 0);
+  EXPECT_EQ(passed, of_supported_ops);
+}
+
+}  // namespace
+}  // namespace tpusim
