@@ -160,6 +160,44 @@ class Importer {
     m_values[name] = tensor;
   }
 
+  static std::optional<ir::UnaryKind> unaryKind(const std::string& type) {
+    static const std::map<std::string, ir::UnaryKind> kKinds = {
+        {"Abs", ir::UnaryKind::kAbs},         {"Erf", ir::UnaryKind::kErf},
+        {"Exp", ir::UnaryKind::kExp},         {"Log", ir::UnaryKind::kLog},
+        {"Neg", ir::UnaryKind::kNeg},         {"Reciprocal", ir::UnaryKind::kReciprocal},
+        {"Sigmoid", ir::UnaryKind::kSigmoid}, {"Sqrt", ir::UnaryKind::kSqrt},
+        {"Tanh", ir::UnaryKind::kTanh},
+    };
+    auto it = kKinds.find(type);
+    if (it == kKinds.end()) return std::nullopt;
+    return it->second;
+  }
+
+  // A Constant node becomes a constant tensor whose value travels with the weights.
+  void importConstant(const onnx::NodeProto& node, const std::string& label) {
+    if (node.attribute_size() != 1) invalid(label + " needs exactly one value attribute");
+    const onnx::AttributeProto& attr = node.attribute(0);
+    ir::TensorValue value;
+    if (attr.name() == "value") {
+      value = decodeOnnxTensor(attr.t());
+    } else if (attr.name() == "value_float") {
+      value = ir::TensorValue{{}, DType::kF32, {attr.f()}, {}};
+    } else if (attr.name() == "value_floats") {
+      value = ir::TensorValue{{attr.floats_size()}, DType::kF32, {attr.floats().begin(), attr.floats().end()}, {}};
+    } else if (attr.name() == "value_int") {
+      value = ir::TensorValue{{}, DType::kInt64, {}, {attr.i()}};
+    } else if (attr.name() == "value_ints") {
+      value = ir::TensorValue{{attr.ints_size()}, DType::kInt64, {}, {attr.ints().begin(), attr.ints().end()}};
+    } else {
+      throw Error(ErrorKind::kUnsupported, label + ": a Constant's '" + attr.name() + "' is not supported yet");
+    }
+    if (node.output_size() != 1) invalid(label + " must have one output");
+    const std::string& name = node.output(0);
+    if (m_values.count(name)) invalid(label + " redefines value '" + name + "'");
+    m_values[name] = m_result.graph.addConstant(name, value.shape, value.dtype);
+    m_result.initializers.emplace(name, std::move(value));
+  }
+
   // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss share their attributes.
   void importLoss(const onnx::NodeProto& node, const std::string& label, bool with_softmax) {
     expectInputs(node, 2, 3);
@@ -249,6 +287,19 @@ class Importer {
         define(node, g.relu(opName(node), value(node.input(0), label)));
       } else if (type == "SoftmaxCrossEntropyLoss" || type == "NegativeLogLikelihoodLoss") {
         importLoss(node, label, type == "SoftmaxCrossEntropyLoss");
+      } else if (const auto kind = unaryKind(type)) {
+        expectInputs(node, 1, 1);
+        rejectAttributesExcept(node, {});
+        define(node, g.unary(*kind, opName(node), value(node.input(0), label)));
+      } else if (type == "Transpose") {
+        expectInputs(node, 1, 1);
+        rejectAttributesExcept(node, {"perm"});
+        std::vector<int64_t> perm;
+        if (const auto* attr = attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
+        define(node, g.transpose(opName(node), value(node.input(0), label), perm));
+      } else if (type == "Constant") {
+        expectInputs(node, 0, 0);
+        importConstant(node, label);
       } else if (type == "Softmax" || type == "LogSoftmax") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"axis"});
@@ -277,8 +328,8 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Add, Div, Gemm, LogSoftmax, MatMul, Mul, NegativeLogLikelihoodLoss, Relu, Softmax, SoftmaxCrossEntropyLoss, "
-         "Sub";
+  return "Abs, Add, Constant, Div, Erf, Exp, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, NegativeLogLikelihoodLoss, "
+         "Reciprocal, Relu, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, Sub, Tanh, Transpose";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -17,6 +17,14 @@ bool isFloat(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
 }
 
+Op makeOp(const std::string& name, OpType type, std::vector<int> inputs) {
+  Op op;
+  op.name = name;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  return op;
+}
+
 }  // namespace
 
 int64_t elementCount(const Shape& shape) {
@@ -55,6 +63,7 @@ const char* tensorRoleName(TensorRole role) {
     case TensorRole::kInput: return "input";
     case TensorRole::kLabel: return "label";
     case TensorRole::kWeight: return "weight";
+    case TensorRole::kConstant: return "constant";
     case TensorRole::kActivation: return "activation";
     case TensorRole::kGradient: return "gradient";
     case TensorRole::kLoss: return "loss";
@@ -80,6 +89,9 @@ const char* opTypeName(OpType type) {
     case OpType::kSoftmax: return "Softmax";
     case OpType::kLogSoftmax: return "LogSoftmax";
     case OpType::kNllLoss: return "NllLoss";
+    case OpType::kUnary: return "Unary";
+    case OpType::kUnaryGrad: return "UnaryGrad";
+    case OpType::kTranspose: return "Transpose";
   }
   return "?";
 }
@@ -159,7 +171,9 @@ int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool 
   out.push_back(m);
   out.push_back(n);
   const DType dtype = ta.dtype;
-  Op op{name, OpType::kMatMul, {a, b}, {}, transpose_a, transpose_b, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kMatMul, {a, b});
+  op.transpose_a = transpose_a;
+  op.transpose_b = transpose_b;
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
@@ -178,14 +192,15 @@ int Graph::binary(OpType type, const std::string& name, int a, int b, TensorRole
     shapeError(name, error.what());
   }
   const DType dtype = ta.dtype;
-  Op op{name, type, {a, b}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, type, {a, b});
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
 int Graph::scale(const std::string& name, int x, double scalar, TensorRole role) {
   const Tensor& tx = checked(x, name);
   if (!isFloat(tx.dtype)) shapeError(name, "Scale needs a float tensor");
-  Op op{name, OpType::kScale, {x}, {}, false, false, scalar, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kScale, {x});
+  op.scalar = scalar;
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
 }
 
@@ -194,7 +209,7 @@ int Graph::reshape(const std::string& name, int x, Shape shape, TensorRole role)
   if (elementCount(shape) != elementCount(tx.shape)) {
     shapeError(name, "cannot reshape " + shapeToString(tx.shape) + " to " + shapeToString(shape));
   }
-  Op op{name, OpType::kReshape, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kReshape, {x});
   const int out = append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
   m_tensors[static_cast<size_t>(out)].alias_of = x;
   return out;
@@ -208,13 +223,13 @@ int Graph::reduceSumTo(const std::string& name, int x, Shape shape, TensorRole r
   } catch (const Error&) {
   }
   if (!broadcasts) shapeError(name, shapeToString(tx.shape) + " is not a broadcast of " + shapeToString(shape));
-  Op op{name, OpType::kReduceSumTo, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kReduceSumTo, {x});
   return append(std::move(op), name + ":out", std::move(shape), tx.dtype, role);
 }
 
 int Graph::relu(const std::string& name, int x) {
   const Tensor& tx = checked(x, name);
-  Op op{name, OpType::kRelu, {x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kRelu, {x});
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
 }
 
@@ -222,7 +237,7 @@ int Graph::reluGrad(const std::string& name, int dy, int x) {
   const Tensor& tdy = checked(dy, name);
   const Tensor& tx = checked(x, name);
   if (tdy.shape != tx.shape) shapeError(name, "ReluGrad operands differ in shape");
-  Op op{name, OpType::kReluGrad, {dy, x}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kReluGrad, {dy, x});
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
 }
 
@@ -235,15 +250,14 @@ int Graph::softmaxCrossEntropy(const std::string& name, int logits, int labels) 
   }
   if (ty.dtype != DType::kInt64 && ty.dtype != DType::kInt32)
     shapeError(name, "labels must be int32 or int64 class ids");
-  Op op{name, OpType::kSoftmaxCrossEntropy, {logits, labels}, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kSoftmaxCrossEntropy, {logits, labels});
   return append(std::move(op), name + ":loss", {}, tl.dtype, TensorRole::kLoss);
 }
 
 int Graph::softmaxCrossEntropyGrad(const std::string& name, int logits, int labels) {
   const Tensor& tl = checked(logits, name);
   checked(labels, name);
-  Op op{name,        OpType::kSoftmaxCrossEntropyGrad, {logits, labels}, {}, false, false, 0, 0, Reduction::kMean,
-        std::nullopt};
+  Op op = makeOp(name, OpType::kSoftmaxCrossEntropyGrad, {logits, labels});
   return append(std::move(op), name + ":out", tl.shape, tl.dtype, TensorRole::kGradient);
 }
 
@@ -255,11 +269,71 @@ int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double l
     shapeError(name,
                "gradient shape " + shapeToString(tg.shape) + " differs from weight shape " + shapeToString(tw.shape));
   }
-  Op op{name, OpType::kSgdUpdate, {weight, gradient}, {}, false, false, learning_rate,
-        0,    Reduction::kMean,   std::nullopt};
+  Op op = makeOp(name, OpType::kSgdUpdate, {weight, gradient});
+  op.scalar = learning_rate;
   const int out = append(std::move(op), tw.name + ":updated", tw.shape, tw.dtype, TensorRole::kWeight);
   m_tensors[static_cast<size_t>(out)].alias_of = weight;
   return out;
+}
+
+const char* unaryKindName(UnaryKind kind) {
+  switch (kind) {
+    case UnaryKind::kAbs: return "Abs";
+    case UnaryKind::kErf: return "Erf";
+    case UnaryKind::kExp: return "Exp";
+    case UnaryKind::kLog: return "Log";
+    case UnaryKind::kNeg: return "Neg";
+    case UnaryKind::kReciprocal: return "Reciprocal";
+    case UnaryKind::kSigmoid: return "Sigmoid";
+    case UnaryKind::kSqrt: return "Sqrt";
+    case UnaryKind::kTanh: return "Tanh";
+  }
+  return "?";
+}
+
+int Graph::addConstant(const std::string& name, Shape shape, DType dtype) {
+  return newTensor(name, std::move(shape), dtype, TensorRole::kConstant);
+}
+
+int Graph::unary(UnaryKind kind, const std::string& name, int x, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (!isFloat(tx.dtype)) shapeError(name, std::string(unaryKindName(kind)) + " needs a float tensor");
+  Op op = makeOp(name, OpType::kUnary, {x});
+  op.unary = kind;
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
+}
+
+int Graph::unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y) {
+  const Tensor& tx = checked(x, name);
+  if (checked(dy, name).shape != tx.shape || checked(y, name).shape != tx.shape) {
+    shapeError(name, "UnaryGrad operands differ in shape");
+  }
+  Op op = makeOp(name, OpType::kUnaryGrad, {dy, x, y});
+  op.unary = kind;
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
+}
+
+int Graph::transpose(const std::string& name, int x, std::vector<int64_t> perm, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  const auto rank = static_cast<int64_t>(tx.shape.size());
+  if (perm.empty()) {
+    for (int64_t i = rank - 1; i >= 0; --i) perm.push_back(i);
+  }
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    shapeError(name,
+               "perm has " + std::to_string(perm.size()) + " entries for a rank-" + std::to_string(rank) + " tensor");
+  Shape out;
+  for (int64_t& axis : perm) {
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank || seen[static_cast<size_t>(axis)]) shapeError(name, "perm is not a permutation");
+    seen[static_cast<size_t>(axis)] = true;
+    out.push_back(tx.shape[static_cast<size_t>(axis)]);
+  }
+  Op op = makeOp(name, OpType::kTranspose, {x});
+  op.perm = std::move(perm);
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
 int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {
@@ -268,8 +342,7 @@ int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {
   if (axis < -rank || axis >= rank)
     shapeError(name, "axis " + std::to_string(axis) + " is out of range for " + shapeToString(tx.shape));
   if (!isFloat(tx.dtype)) shapeError(name, "softmax needs a float tensor");
-  Op op{name,        log ? OpType::kLogSoftmax : OpType::kSoftmax, {x}, {}, false, false, 0, 0, Reduction::kMean,
-        std::nullopt};
+  Op op = makeOp(name, log ? OpType::kLogSoftmax : OpType::kSoftmax, {x});
   op.axis = axis < 0 ? axis + rank : axis;
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
 }
@@ -292,7 +365,7 @@ int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, R
     if (tw.shape != Shape{tp.shape[1]}) shapeError(name, "class weights must be [C], got " + shapeToString(tw.shape));
     inputs.push_back(weights);
   }
-  Op op{name, OpType::kNllLoss, inputs, {}, false, false, 0, 0, Reduction::kMean, std::nullopt};
+  Op op = makeOp(name, OpType::kNllLoss, inputs);
   op.reduction = reduction;
   op.ignore_index = ignore_index;
   const DType dtype = tp.dtype;

@@ -22,7 +22,7 @@ std::string shapeToString(const Shape& shape);
 // The numpy broadcast of two shapes; throws when they do not broadcast.
 Shape broadcastShapes(const Shape& a, const Shape& b);
 
-enum class TensorRole { kInput, kLabel, kWeight, kActivation, kGradient, kLoss };
+enum class TensorRole { kInput, kLabel, kWeight, kConstant, kActivation, kGradient, kLoss };
 const char* tensorRoleName(TensorRole role);
 
 struct Tensor {
@@ -55,15 +55,20 @@ enum class OpType {
   kSoftmax,                  // exp(x) / sum exp(x) along `axis`
   kLogSoftmax,               // x - log sum exp(x) along `axis`
   kNllLoss,                  // -logp[n, label, d...] x weight[label], reduced (ONNX NegativeLogLikelihoodLoss)
+  kUnary,                    // out = f(x) elementwise, f = Op::unary
+  kUnaryGrad,                // dx = dy x f'(x), from (dy, x, f(x))
+  kTranspose,                // out = x with its dimensions permuted by Op::perm
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
 
 enum class Reduction { kNone, kSum, kMean };
+enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh };
+const char* unaryKindName(UnaryKind kind);
 
 struct Op {
   std::string name;
-  OpType type;
+  OpType type = OpType::kAdd;
   std::vector<int> inputs;
   std::vector<int> outputs;
   bool transpose_a = false;                // MatMul
@@ -72,6 +77,8 @@ struct Op {
   int64_t axis = 0;                        // Softmax, LogSoftmax: non-negative
   Reduction reduction = Reduction::kMean;  // NllLoss
   std::optional<int64_t> ignore_index;     // NllLoss: labels equal to it count for nothing
+  UnaryKind unary = UnaryKind::kAbs;       // Unary, UnaryGrad
+  std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]
 };
 
 class Graph {
@@ -94,6 +101,11 @@ class Graph {
   int softmaxCrossEntropy(const std::string& name, int logits, int labels);
   int softmaxCrossEntropyGrad(const std::string& name, int logits, int labels);
   int sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate);
+  int addConstant(const std::string& name, Shape shape, DType dtype);
+  int unary(UnaryKind kind, const std::string& name, int x, TensorRole role = TensorRole::kActivation);
+  int unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y);
+  // An empty perm reverses the dimensions, as ONNX's default does.
+  int transpose(const std::string& name, int x, std::vector<int64_t> perm, TensorRole role = TensorRole::kActivation);
   // axis may be negative (counted from the end).
   int softmax(const std::string& name, int x, int64_t axis, bool log);
   // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.

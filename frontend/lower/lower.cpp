@@ -32,7 +32,8 @@ program::BufferRole toBufferRole(ir::TensorRole role) {
   switch (role) {
     case ir::TensorRole::kInput:
     case ir::TensorRole::kLabel: return program::INPUT;
-    case ir::TensorRole::kWeight: return program::WEIGHT;
+    case ir::TensorRole::kWeight:
+    case ir::TensorRole::kConstant: return program::WEIGHT;
     case ir::TensorRole::kGradient: return program::GRADIENT;
     case ir::TensorRole::kActivation:
     case ir::TensorRole::kLoss: return program::ACTIVATION;

@@ -27,6 +27,10 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kSoftmax: return 5;     // max, subtract, exp, sum, divide
     case ir::OpType::kLogSoftmax: return 5;  // max, subtract, exp, sum, log and subtract
     case ir::OpType::kNllLoss: return 2;     // gather the label's log-probability, weight and accumulate
+    case ir::OpType::kUnary:
+      return 4;  // a transcendental (tanh, erf, exp, ...) as a few ALU passes; abs and neg cost the same here
+    case ir::OpType::kUnaryGrad: return 4;  // the derivative's few operations and the multiply by dy
+    case ir::OpType::kTranspose: return 1;  // one pass through the transpose path
     case ir::OpType::kMatMul:
     case ir::OpType::kReshape: break;
   }

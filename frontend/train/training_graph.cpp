@@ -126,6 +126,16 @@ class Backward {
       case OpType::kRelu:
         if (needs(a)) accumulate(a, m_graph.reluGrad(base, dy, a));
         break;
+      case OpType::kUnary:
+        if (needs(a)) accumulate(a, m_graph.unaryGrad(op.unary, base, dy, a, op.outputs[0]));
+        break;
+      case OpType::kTranspose: {
+        if (!needs(a)) break;
+        std::vector<int64_t> inverse(op.perm.size());
+        for (size_t i = 0; i < op.perm.size(); ++i) inverse[static_cast<size_t>(op.perm[i])] = static_cast<int64_t>(i);
+        accumulate(a, m_graph.transpose(base, dy, inverse, grad));
+        break;
+      }
       default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
@@ -193,9 +203,13 @@ Graph buildInferenceGraph(const ImportedModel& model) {
   for (const ir::Tensor& tensor : source.tensors()) {
     if (source.producer(tensor.id) != nullptr) continue;
     if (tensor.role == TensorRole::kLabel) continue;
-    map[tensor.id] = tensor.role == TensorRole::kWeight
-                         ? graph.addWeight(tensor.name, tensor.shape, tensor.dtype)
-                         : graph.addInput(tensor.name, tensor.shape, tensor.dtype, tensor.role);
+    if (tensor.role == TensorRole::kWeight) {
+      map[tensor.id] = graph.addWeight(tensor.name, tensor.shape, tensor.dtype);
+    } else if (tensor.role == TensorRole::kConstant) {
+      map[tensor.id] = graph.addConstant(tensor.name, tensor.shape, tensor.dtype);
+    } else {
+      map[tensor.id] = graph.addInput(tensor.name, tensor.shape, tensor.dtype, tensor.role);
+    }
   }
   for (const Op& op : source.ops()) {
     auto in = [&](size_t i) { return map.at(op.inputs[i]); };
@@ -209,6 +223,8 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kScale: out = graph.scale(op.name, in(0), op.scalar); break;
       case OpType::kReshape: out = graph.reshape(op.name, in(0), source.tensor(op.outputs[0]).shape); break;
       case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
+      case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
+      case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
       case OpType::kSoftmax:
       case OpType::kLogSoftmax: out = graph.softmax(op.name, in(0), op.axis, op.type == OpType::kLogSoftmax); break;
       case OpType::kSoftmaxCrossEntropy:

@@ -53,6 +53,66 @@ void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorVa
   }
 }
 
+float applyUnary(ir::UnaryKind kind, float x) {
+  switch (kind) {
+    case ir::UnaryKind::kAbs: return std::abs(x);
+    case ir::UnaryKind::kErf: return std::erf(x);
+    case ir::UnaryKind::kExp: return std::exp(x);
+    case ir::UnaryKind::kLog: return std::log(x);
+    case ir::UnaryKind::kNeg: return -x;
+    case ir::UnaryKind::kReciprocal: return 1.0f / x;
+    case ir::UnaryKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case ir::UnaryKind::kSqrt: return std::sqrt(x);
+    case ir::UnaryKind::kTanh: return std::tanh(x);
+  }
+  return x;
+}
+
+// f'(x), given x and y = f(x).
+float unaryDerivative(ir::UnaryKind kind, float x, float y) {
+  constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
+  switch (kind) {
+    case ir::UnaryKind::kAbs: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case ir::UnaryKind::kErf: return kTwoOverSqrtPi * std::exp(-x * x);
+    case ir::UnaryKind::kExp: return y;
+    case ir::UnaryKind::kLog: return 1.0f / x;
+    case ir::UnaryKind::kNeg: return -1.0f;
+    case ir::UnaryKind::kReciprocal: return -y * y;
+    case ir::UnaryKind::kSigmoid: return y * (1.0f - y);
+    case ir::UnaryKind::kSqrt: return 0.5f / y;
+    case ir::UnaryKind::kTanh: return 1.0f - y * y;
+  }
+  return 0.0f;
+}
+
+// out[j] = x[i] where out's index j is x's index i with dimensions permuted.
+template <typename T>
+void transposeValues(const std::vector<T>& x, const ir::Shape& x_shape, const std::vector<int64_t>& perm,
+                     std::vector<T>& out) {
+  const size_t rank = x_shape.size();
+  std::vector<int64_t> x_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) x_strides[d - 1] = x_strides[d] * x_shape[d];
+  ir::Shape out_shape(rank);
+  std::vector<int64_t> strides(rank);  // x stride of each output dimension
+  for (size_t d = 0; d < rank; ++d) {
+    out_shape[d] = x_shape[static_cast<size_t>(perm[d])];
+    strides[d] = x_strides[static_cast<size_t>(perm[d])];
+  }
+  std::vector<int64_t> index(rank, 0);
+  int64_t source = 0;
+  for (size_t o = 0; o < out.size(); ++o) {
+    out[o] = x[static_cast<size_t>(source)];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out_shape[d]) {
+        source += strides[d];
+        break;
+      }
+      source -= strides[d] * (out_shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 }  // namespace
 
 CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(graph), m_options(options) {
@@ -157,6 +217,25 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
               op.ignore_index ? &*op.ignore_index : nullptr);
       break;
     }
+    case OpType::kUnary: {
+      const std::vector<float>& x = in(0).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = applyUnary(op.unary, x[i]);
+      break;
+    }
+    case OpType::kUnaryGrad: {
+      const std::vector<float>& dy = in(0).floats;
+      const std::vector<float>& x = in(1).floats;
+      const std::vector<float>& fx = in(2).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = dy[i] * unaryDerivative(op.unary, x[i], fx[i]);
+      break;
+    }
+    case OpType::kTranspose:
+      if (TensorValue::isFloating(out.dtype)) {
+        transposeValues(in(0).floats, in(0).shape, op.perm, out.floats);
+      } else {
+        transposeValues(in(0).ints, in(0).shape, op.perm, out.ints);
+      }
+      break;
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;

@@ -1,4 +1,6 @@
 // N-D shapes: numpy broadcasting, batched matmuls, and their gradients and lowering.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "frontend/lower/lower.hpp"
@@ -70,6 +72,31 @@ TEST(Broadcast, BatchedMatMulSplitsTheBatchOverCores) {
   EXPECT_EQ(flops, 2ull * 6 * 32 * 64 * 16);
   EXPECT_EQ(per_core[0], 3 * 4);  // 3 batch elements x 4 MXUs each
   EXPECT_EQ(per_core[1], 3 * 4);
+}
+
+}  // namespace
+}  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+TEST(Lowering, UnaryTransposeAndConstantsBecomeVectorWork) {
+  ir::Graph g;
+  const int x = g.addInput("x", {8, 16}, DType::kF32, ir::TensorRole::kInput);
+  const int c = g.addConstant("c", {16}, DType::kF32);
+  const int t = g.transpose("t", g.unary(ir::UnaryKind::kTanh, "tanh", g.add("add", x, c)), {});
+  g.markOutput(t);
+  const program::Program program = lowerToProgram(g, HardwareParams::load("tpuv5e"), LowerOptions{"t", "inference", 8});
+  std::set<std::string> types;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.unit() == program::VPU) types.insert(ins.op_type());
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"Add", "Transpose", "Unary"}));
+  bool constant_in_hbm = false;
+  for (const auto& buffer : program.chips(0).buffers()) {
+    constant_in_hbm = constant_in_hbm || (buffer.name() == "c" && buffer.space() == program::HBM);
+  }
+  EXPECT_TRUE(constant_in_hbm);
 }
 
 }  // namespace

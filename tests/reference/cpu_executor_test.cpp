@@ -118,6 +118,52 @@ TEST(CpuExecutor, GradientsMatchFiniteDifferences) {
   }
 }
 
+// Random feeds for every tensor no op produces; labels cycle through `classes`.
+std::map<std::string, ir::TensorValue> randomFeeds(const ir::Graph& graph, int64_t classes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::map<std::string, ir::TensorValue> feeds;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (graph.producer(t.id) != nullptr) continue;
+    ir::TensorValue value = ir::TensorValue::zeros(t.shape, t.dtype);
+    if (t.role == ir::TensorRole::kLabel) {
+      for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i) % classes;
+    } else {
+      value.floats = randomFloats(value.floats.size(), rng, 0.5f);
+      if (t.name == "den") {
+        for (float& v : value.floats) v = 1.5f + std::abs(v);  // keep the divisor away from 0
+      }
+    }
+    feeds[t.name] = value;
+  }
+  return feeds;
+}
+
+// Recovers each weight's gradient from its SGD update and compares it with central differences
+// of the loss; returns how many weights were checked.
+int expectGradientsMatch(const ir::Graph& graph, const std::map<std::string, ir::TensorValue>& feeds, float rate) {
+  const CpuExecutor executor(graph, CpuOptions{});
+  const auto values = executor.run(feeds);
+  const auto lossOf = [&](const std::map<std::string, ir::TensorValue>& inputs) {
+    return static_cast<double>(executor.run(inputs)[static_cast<size_t>(graph.outputs().back())].floats[0]);
+  };
+  int weights_checked = 0;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.alias_of < 0 || t.role != ir::TensorRole::kWeight) continue;
+    ++weights_checked;
+    const std::string weight = graph.tensor(t.alias_of).name;
+    for (size_t i = 0; i < feeds.at(weight).floats.size(); ++i) {
+      const double analytic = (feeds.at(weight).floats[i] - values[static_cast<size_t>(t.id)].floats[i]) / rate;
+      auto plus = feeds;
+      auto minus = feeds;
+      plus[weight].floats[i] += 1e-2f;
+      minus[weight].floats[i] -= 1e-2f;
+      const double numeric = (lossOf(plus) - lossOf(minus)) / 2e-2;
+      EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
+    }
+  }
+  return weights_checked;
+}
+
 TEST(CpuExecutor, BroadcastAndBatchedGradientsMatchFiniteDifferences) {
   // A batched matmul with a shared weight, broadcast add/mul/sub/div, scale and reshape,
   // trained with the added softmax cross-entropy.
@@ -131,44 +177,29 @@ TEST(CpuExecutor, BroadcastAndBatchedGradientsMatchFiniteDifferences) {
   h = g.binary(ir::OpType::kDiv, "div", h, g.addWeight("den", {4}, DType::kF32));
   g.markOutput(g.reshape("flat", g.scale("scale", h, 0.5), {6, 4}));
   model.batch = 6;
-  const float rate = 0.1f;
-  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{rate});
-  std::mt19937 rng(13);
-  std::map<std::string, ir::TensorValue> feeds;
-  for (const ir::Tensor& t : graph.tensors()) {
-    if (graph.producer(t.id) != nullptr) continue;
-    ir::TensorValue value = ir::TensorValue::zeros(t.shape, t.dtype);
-    if (t.role == ir::TensorRole::kLabel) {
-      for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i % 4);
-    } else {
-      value.floats = randomFloats(value.floats.size(), rng, 0.5f);
-      if (t.name == "den") {
-        for (float& v : value.floats) v = 1.5f + std::abs(v);  // keep the divisor away from 0
-      }
-    }
-    feeds[t.name] = value;
-  }
-  const CpuExecutor executor(graph, CpuOptions{});
-  const auto values = executor.run(feeds);
-  const auto lossOf = [&](const std::map<std::string, ir::TensorValue>& inputs) {
-    return static_cast<double>(executor.run(inputs)[static_cast<size_t>(graph.outputs().back())].floats[0]);
-  };
-  int weights_checked = 0;
-  for (const ir::Tensor& t : graph.tensors()) {
-    if (t.alias_of < 0 || t.role != ir::TensorRole::kWeight) continue;
-    ++weights_checked;
-    const std::string weight = graph.tensor(t.alias_of).name;
-    for (size_t i = 0; i < feeds[weight].floats.size(); ++i) {
-      const double analytic = (feeds[weight].floats[i] - values[static_cast<size_t>(t.id)].floats[i]) / rate;
-      auto plus = feeds;
-      auto minus = feeds;
-      plus[weight].floats[i] += 1e-2f;
-      minus[weight].floats[i] -= 1e-2f;
-      const double numeric = (lossOf(plus) - lossOf(minus)) / 2e-2;
-      EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
-    }
-  }
-  EXPECT_EQ(weights_checked, 5);
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 13), 0.1f), 5);
+}
+
+TEST(CpuExecutor, UnaryAndTransposeGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {4, 6}, DType::kF32, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {6, 5}, DType::kF32), false, false);  // [4, 5]
+  h = g.transpose("t", h, {1, 0});                                                 // [5, 4]
+  h = g.unary(ir::UnaryKind::kTanh, "tanh", h);
+  const int s = g.unary(ir::UnaryKind::kSigmoid, "sigmoid", h);  // in (0, 1): safe for log, sqrt, 1/x
+  int y = g.add("sum1", g.unary(ir::UnaryKind::kLog, "log", s), g.unary(ir::UnaryKind::kSqrt, "sqrt", s));
+  y = g.add("sum2", y, g.unary(ir::UnaryKind::kReciprocal, "recip", g.add("one_plus", s, s)));
+  y = g.add("sum3", y, g.unary(ir::UnaryKind::kErf, "erf", g.unary(ir::UnaryKind::kNeg, "neg", h)));
+  y = g.add("sum4", y, g.unary(ir::UnaryKind::kExp, "exp", h));
+  // abs away from its kink at 0, on both sides: s > 0 and -s < 0.
+  y = g.add("sum5", y, g.unary(ir::UnaryKind::kAbs, "abs_pos", s));
+  y = g.add("sum6", y, g.unary(ir::UnaryKind::kAbs, "abs_neg", g.unary(ir::UnaryKind::kNeg, "neg_s", s)));
+  g.markOutput(g.transpose("back", y, {}));  // default perm reverses: [4, 5]
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 17), 0.1f), 1);
 }
 
 TEST(CpuExecutor, SgdUpdateIsExact) {
