@@ -65,15 +65,23 @@ void rejectAttributesExcept(const onnx::NodeProto& node, const std::set<std::str
 
 class Importer {
  public:
-  Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested)
-      : m_model(model), m_batch(batch), m_batch_requested(batch_requested) {}
+  Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested,
+           const std::map<std::string, ir::TensorValue>& known)
+      : m_model(model), m_batch(batch), m_batch_requested(batch_requested), m_known(known) {}
 
   ImportedModel run() {
     checkOpset();
     const onnx::GraphProto& graph = m_model.graph();
     for (const auto& init : graph.initializer()) addInitializer(init);
     for (const auto& input : graph.input()) {
-      if (!m_values.count(input.name())) addGraphInput(input);
+      if (m_values.count(input.name())) continue;
+      auto known = m_known.find(input.name());
+      if (known != m_known.end()) {
+        m_values[input.name()] = m_result.graph.addConstant(input.name(), known->second.shape, known->second.dtype);
+        m_result.initializers.emplace(input.name(), known->second);
+      } else {
+        addGraphInput(input);
+      }
     }
     for (const auto& node : graph.node()) importNode(node);
     if (graph.output_size() == 0) invalid("the graph has no outputs");
@@ -158,6 +166,103 @@ class Importer {
     if (m_values.count(name)) invalid(nodeLabel(node) + " redefines value '" + name + "'");
     m_result.graph.rename(tensor, name);
     m_values[name] = tensor;
+  }
+
+  // The values of an integer input that must be known when compiling (a shape, axes).
+  std::vector<int64_t> constantInts(const onnx::NodeProto& node, int index, const std::string& label) const {
+    const std::string& name = node.input(index);
+    auto it = m_result.initializers.find(name);
+    if (it == m_result.initializers.end() || ir::TensorValue::isFloating(it->second.dtype)) {
+      throw Error(ErrorKind::kUnsupported, label + ": input '" + name +
+                                               "' must be a constant integer tensor (an initializer or a Constant): "
+                                               "tpusim compiles static shapes");
+    }
+    return it->second.ints;
+  }
+
+  static int64_t normalizeAxis(int64_t axis, int64_t rank, const std::string& label) {
+    if (axis < -rank || axis >= rank) {
+      throw Error(ErrorKind::kInvalidInput,
+                  label + ": axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+    }
+    return axis < 0 ? axis + rank : axis;
+  }
+
+  // The output shape of Reshape, Flatten, Squeeze or Unsqueeze: all are views.
+  ir::Shape viewShape(const onnx::NodeProto& node, const std::string& label, const ir::Shape& in) const {
+    const std::string& type = node.op_type();
+    const auto rank = static_cast<int64_t>(in.size());
+    if (type == "Flatten") {
+      expectInputCount(node, 1, 1, label);
+      const int64_t axis = intAttribute(node, "axis", 1);
+      const int64_t split = axis == rank ? rank : normalizeAxis(axis, rank, label);
+      return {ir::elementCount(ir::Shape(in.begin(), in.begin() + split)),
+              ir::elementCount(ir::Shape(in.begin() + split, in.end()))};
+    }
+    if (type == "Reshape") {
+      expectInputCount(node, 2, 2, label);
+      const bool allow_zero = intAttribute(node, "allowzero", 0) != 0;
+      ir::Shape out = constantInts(node, 1, label);
+      int64_t inferred = -1;
+      int64_t known = 1;
+      for (size_t i = 0; i < out.size(); ++i) {
+        if (out[i] == 0 && !allow_zero) {
+          if (i >= in.size()) invalid(label + ": a 0 in the shape copies a dimension the input does not have");
+          out[i] = in[i];
+        }
+        if (out[i] == -1) {
+          if (inferred >= 0) invalid(label + ": the shape has more than one -1");
+          inferred = static_cast<int64_t>(i);
+        } else if (out[i] < 0) {
+          invalid(label + ": the shape has a negative dimension");
+        } else {
+          known *= out[i];
+        }
+      }
+      if (inferred >= 0) {
+        if (known == 0 || ir::elementCount(in) % known != 0) invalid(label + ": cannot infer the -1 dimension");
+        out[static_cast<size_t>(inferred)] = ir::elementCount(in) / known;
+      }
+      return out;
+    }
+    std::vector<int64_t> axes;
+    if (node.input_size() > 1 && !node.input(1).empty()) axes = constantInts(node, 1, label);
+    if (type == "Squeeze") {
+      expectInputCount(node, 1, 2, label);
+      std::vector<bool> drop(in.size(), axes.empty());
+      for (int64_t axis : axes) {
+        const int64_t a = normalizeAxis(axis, rank, label);
+        if (in[static_cast<size_t>(a)] != 1)
+          invalid(label + ": cannot squeeze dimension " + std::to_string(a) + " of size " +
+                  std::to_string(in[static_cast<size_t>(a)]));
+        drop[static_cast<size_t>(a)] = true;
+      }
+      ir::Shape out;
+      for (size_t i = 0; i < in.size(); ++i) {
+        if (!(drop[i] && in[i] == 1)) out.push_back(in[i]);
+      }
+      return out;
+    }
+    // Unsqueeze: axes index the output, whose rank grows by their count.
+    expectInputCount(node, 2, 2, label);
+    const auto out_rank = rank + static_cast<int64_t>(axes.size());
+    std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+    for (int64_t axis : axes) {
+      const int64_t a = normalizeAxis(axis, out_rank, label);
+      if (inserted[static_cast<size_t>(a)]) invalid(label + ": axis " + std::to_string(axis) + " is repeated");
+      inserted[static_cast<size_t>(a)] = true;
+    }
+    ir::Shape out;
+    size_t next = 0;
+    for (int64_t i = 0; i < out_rank; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : in[next++]);
+    return out;
+  }
+
+  static void expectInputCount(const onnx::NodeProto& node, int min, int max, const std::string& label) {
+    if (node.input_size() < min || node.input_size() > max) {
+      throw Error(ErrorKind::kInvalidInput, label + " has " + std::to_string(node.input_size()) + " inputs, expected " +
+                                                std::to_string(min) + (min == max ? "" : " to " + std::to_string(max)));
+    }
   }
 
   static std::optional<ir::UnaryKind> unaryKind(const std::string& type) {
@@ -291,6 +396,9 @@ class Importer {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {});
         define(node, g.unary(*kind, opName(node), value(node.input(0), label)));
+      } else if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") {
+        const int x = value(node.input(0), label);
+        define(node, g.reshape(opName(node), x, viewShape(node, label, g.tensor(x).shape)));
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -319,6 +427,7 @@ class Importer {
   const onnx::ModelProto& m_model;
   int64_t m_batch;
   bool m_batch_requested;
+  const std::map<std::string, ir::TensorValue>& m_known;
   bool m_first_input = true;
   ImportedModel m_result;
   std::map<std::string, int> m_values;
@@ -328,8 +437,9 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, Constant, Div, Erf, Exp, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, NegativeLogLikelihoodLoss, "
-         "Reciprocal, Relu, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, Sub, Tanh, Transpose";
+  return "Abs, Add, Constant, Div, Erf, Exp, Flatten, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, "
+         "NegativeLogLikelihoodLoss, Reciprocal, Relu, Reshape, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, "
+         "Squeeze, Sub, Tanh, Transpose, Unsqueeze";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {
@@ -337,7 +447,7 @@ ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOpt
   if (batch <= 0) throw Error(ErrorKind::kInvalidConfig, "batch size must be > 0 (got " + std::to_string(batch) + ")");
   if (!model.has_graph() || model.graph().node_size() == 0) invalid("not an ONNX model: it has no graph nodes");
   if (model.ir_version() <= 0) invalid("not an ONNX model: ir_version is missing");
-  return Importer(model, batch, options.batch.has_value()).run();
+  return Importer(model, batch, options.batch.has_value(), options.known_inputs).run();
 }
 
 ImportedModel importOnnxFile(const std::string& path, const OnnxImportOptions& options) {

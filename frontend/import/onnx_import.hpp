@@ -23,6 +23,9 @@ inline constexpr int64_t kDefaultBatch = 32;
 
 struct OnnxImportOptions {
   std::optional<int64_t> batch;  // for symbolic batch dimensions; kDefaultBatch if unset
+  // Graph inputs whose values are known when compiling (a shape fed as an input, say):
+  // they become constants, as XLA needs every shape static.
+  std::map<std::string, ir::TensorValue> known_inputs = {};
 };
 
 struct ImportedModel {

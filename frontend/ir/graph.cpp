@@ -102,9 +102,9 @@ bool isElementwiseBinary(OpType type) {
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
   for (int64_t dim : shape) {
-    if (dim <= 0)
+    if (dim < 0)
       throw Error(ErrorKind::kInvalidInput,
-                  "tensor '" + name + "' has shape " + shapeToString(shape) + " with a non-positive dimension");
+                  "tensor '" + name + "' has shape " + shapeToString(shape) + " with a negative dimension");
   }
   Tensor tensor;
   tensor.id = static_cast<int>(m_tensors.size());

@@ -254,6 +254,9 @@ class Lowerer {
     const uint64_t n = static_cast<uint64_t>(out.shape[rank - 1]);
     const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[a.shape.size() - 2] : a.shape.back());
     const uint64_t element = dtypeBytes(a.dtype);
+    if (k == 0 && m * n > 0) {
+      throw Error(ErrorKind::kUnsupported, "a matmul with an empty contracting dimension (K = 0) is not supported");
+    }
     const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
     std::vector<uint32_t> stores;
     const std::vector<MatMulShare> shares = shareMatMul(op, m, k, n);

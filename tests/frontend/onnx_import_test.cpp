@@ -110,3 +110,40 @@ TEST(OnnxImport, ShippedMlpTrace) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+TEST(OnnxImport, ViewsNeedStaticShapes) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3, 4}).input("shape", {2}, onnx::TensorProto::INT64);
+  b.node("Reshape", {"x", "shape"}, "y");
+  b.output("y");
+  const std::string message = importError(b.model());
+  EXPECT_NE(message.find("must be a constant integer tensor"), std::string::npos) << message;
+  // Known at compile time, the same model imports: 0 copies a dimension, -1 is inferred.
+  OnnxImportOptions options;
+  options.known_inputs["shape"] = ir::TensorValue{{2}, DType::kInt64, {}, {0, -1}};
+  const ImportedModel model = importOnnxModel(b.model(), options);
+  EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).shape, (ir::Shape{2, 12}));
+  options.known_inputs["shape"] = ir::TensorValue{{2}, DType::kInt64, {}, {5, -1}};
+  EXPECT_NE(importError(b.model(), options).find("cannot infer the -1"), std::string::npos);
+}
+
+TEST(OnnxImport, FlattenSqueezeUnsqueeze) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 1, 3, 4});
+  auto& flatten = b.node("Flatten", {"x"}, "flat");
+  auto* axis = flatten.add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(2);
+  b.node("Squeeze", {"x"}, "squeezed");
+  b.output("flat").output("squeezed");
+  const ImportedModel model = importOnnxModel(b.model(), {});
+  EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).shape, (ir::Shape{2, 12}));
+  EXPECT_EQ(model.graph.tensor(model.graph.outputs()[1]).shape, (ir::Shape{2, 3, 4}));
+}
+
+}  // namespace
+}  // namespace tpusim
