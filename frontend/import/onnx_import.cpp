@@ -258,6 +258,30 @@ class Importer {
     return out;
   }
 
+  // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
+  void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
+    ir::Graph& g = m_result.graph;
+    const int x = value(node.input(0), label);
+    const auto rank = static_cast<int64_t>(g.tensor(x).shape.size());
+    std::vector<int64_t> axes;
+    if (mean) {
+      expectInputCount(node, 1, 1, label);
+      rejectAttributesExcept(node, {"axes", "keepdims"});
+      if (const auto* attr = attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
+    } else {
+      expectInputCount(node, 1, 2, label);
+      rejectAttributesExcept(node, {"keepdims", "noop_with_empty_axes"});
+      if (node.input_size() == 2 && !node.input(1).empty()) axes = constantInts(node, 1, label);
+      if (axes.empty() && intAttribute(node, "noop_with_empty_axes", 0) != 0) {
+        define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // reduces nothing
+        return;
+      }
+    }
+    for (int64_t& axis : axes) axis = normalizeAxis(axis, rank, label);
+    define(node, g.reduce(opName(node), x, mean ? ir::Reduction::kMean : ir::Reduction::kSum, axes,
+                          intAttribute(node, "keepdims", 1) != 0));
+  }
+
   static void expectInputCount(const onnx::NodeProto& node, int min, int max, const std::string& label) {
     if (node.input_size() < min || node.input_size() > max) {
       throw Error(ErrorKind::kInvalidInput, label + " has " + std::to_string(node.input_size()) + " inputs, expected " +
@@ -399,6 +423,14 @@ class Importer {
       } else if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") {
         const int x = value(node.input(0), label);
         define(node, g.reshape(opName(node), x, viewShape(node, label, g.tensor(x).shape)));
+      } else if (type == "ReduceSum" || type == "ReduceMean") {
+        importReduce(node, label, type == "ReduceMean");
+      } else if (type == "Concat") {
+        rejectAttributesExcept(node, {"axis"});
+        if (!attribute(node, "axis")) invalid(label + ": Concat needs an axis");
+        std::vector<int> parts;
+        for (const auto& input : node.input()) parts.push_back(value(input, label));
+        define(node, g.concat(opName(node), parts, intAttribute(node, "axis", 0)));
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -437,9 +469,9 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, Constant, Div, Erf, Exp, Flatten, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, Reciprocal, Relu, Reshape, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, "
-         "Squeeze, Sub, Tanh, Transpose, Unsqueeze";
+  return "Abs, Add, Concat, Constant, Div, Erf, Exp, Flatten, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, "
+         "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
+         "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -92,6 +92,10 @@ const char* opTypeName(OpType type) {
     case OpType::kUnary: return "Unary";
     case OpType::kUnaryGrad: return "UnaryGrad";
     case OpType::kTranspose: return "Transpose";
+    case OpType::kReduce: return "Reduce";
+    case OpType::kBroadcastTo: return "BroadcastTo";
+    case OpType::kConcat: return "Concat";
+    case OpType::kSlice: return "Slice";
   }
   return "?";
 }
@@ -332,6 +336,89 @@ int Graph::transpose(const std::string& name, int x, std::vector<int64_t> perm, 
   }
   Op op = makeOp(name, OpType::kTranspose, {x});
   op.perm = std::move(perm);
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
+}
+
+int Graph::reduce(const std::string& name, int x, Reduction reduction, std::vector<int64_t> axes, bool keepdims) {
+  const Tensor& tx = checked(x, name);
+  if (!isFloat(tx.dtype)) shapeError(name, "reductions need a float tensor");
+  if (reduction == Reduction::kNone) shapeError(name, "a reduction needs sum or mean");
+  if (axes.empty()) {
+    for (size_t i = 0; i < tx.shape.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) shapeError(name, "an axis is repeated");
+  Shape out;
+  for (size_t i = 0; i < tx.shape.size(); ++i) {
+    const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(i));
+    if (!reduced) {
+      out.push_back(tx.shape[i]);
+    } else if (keepdims) {
+      out.push_back(1);
+    }
+  }
+  for (int64_t axis : axes) {
+    if (axis < 0 || axis >= static_cast<int64_t>(tx.shape.size()))
+      shapeError(name, "axis " + std::to_string(axis) + " is out of range");
+  }
+  Op op = makeOp(name, OpType::kReduce, {x});
+  op.reduction = reduction;
+  op.perm = std::move(axes);
+  op.keepdims = keepdims;
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::broadcastTo(const std::string& name, int x, Shape shape, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  bool broadcasts = false;
+  try {
+    broadcasts = broadcastShapes(tx.shape, shape) == shape;
+  } catch (const Error&) {
+  }
+  if (!broadcasts) shapeError(name, shapeToString(tx.shape) + " does not broadcast to " + shapeToString(shape));
+  Op op = makeOp(name, OpType::kBroadcastTo, {x});
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(shape), dtype, role);
+}
+
+int Graph::concat(const std::string& name, const std::vector<int>& inputs, int64_t axis) {
+  if (inputs.empty()) shapeError(name, "Concat needs at least one input");
+  const Tensor& first = checked(inputs[0], name);
+  const auto rank = static_cast<int64_t>(first.shape.size());
+  if (axis < -rank || axis >= rank) shapeError(name, "axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  Shape out = first.shape;
+  out[static_cast<size_t>(axis)] = 0;
+  for (int input : inputs) {
+    const Tensor& t = checked(input, name);
+    Shape expected = first.shape;
+    expected[static_cast<size_t>(axis)] =
+        t.shape.size() == first.shape.size() ? t.shape[static_cast<size_t>(axis)] : -1;
+    if (t.shape != expected || t.dtype != first.dtype) {
+      shapeError(name, "Concat inputs must agree in dtype and in every dimension but the axis; got " +
+                           shapeToString(first.shape) + " and " + shapeToString(t.shape));
+    }
+    out[static_cast<size_t>(axis)] += t.shape[static_cast<size_t>(axis)];
+  }
+  Op op = makeOp(name, OpType::kConcat, inputs);
+  op.axis = axis;
+  const DType dtype = first.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (axis < 0 || axis >= static_cast<int64_t>(tx.shape.size()) || start < 0 || length < 0 ||
+      start + length > tx.shape[static_cast<size_t>(axis)]) {
+    shapeError(name, "slice out of range of " + shapeToString(tx.shape));
+  }
+  Shape out = tx.shape;
+  out[static_cast<size_t>(axis)] = length;
+  Op op = makeOp(name, OpType::kSlice, {x});
+  op.axis = axis;
+  op.scalar = static_cast<double>(start);
   const DType dtype = tx.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }

@@ -58,6 +58,10 @@ enum class OpType {
   kUnary,                    // out = f(x) elementwise, f = Op::unary
   kUnaryGrad,                // dx = dy x f'(x), from (dy, x, f(x))
   kTranspose,                // out = x with its dimensions permuted by Op::perm
+  kReduce,                   // out = sum or mean of x over Op::perm's axes (kept as 1s if keepdims)
+  kBroadcastTo,              // out = x broadcast to the output's shape
+  kConcat,                   // out = the inputs joined along `axis`
+  kSlice,                    // out = x[start : start + length] along `axis` (start in Op::scalar)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
@@ -78,7 +82,8 @@ struct Op {
   Reduction reduction = Reduction::kMean;  // NllLoss
   std::optional<int64_t> ignore_index;     // NllLoss: labels equal to it count for nothing
   UnaryKind unary = UnaryKind::kAbs;       // Unary, UnaryGrad
-  std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]
+  std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]; Reduce: the axes
+  bool keepdims = true;                    // Reduce
 };
 
 class Graph {
@@ -106,6 +111,12 @@ class Graph {
   int unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y);
   // An empty perm reverses the dimensions, as ONNX's default does.
   int transpose(const std::string& name, int x, std::vector<int64_t> perm, TensorRole role = TensorRole::kActivation);
+  // Reduction::kSum or kMean over `axes` (non-negative, any order; empty = all).
+  int reduce(const std::string& name, int x, Reduction reduction, std::vector<int64_t> axes, bool keepdims);
+  int broadcastTo(const std::string& name, int x, Shape shape, TensorRole role = TensorRole::kGradient);
+  int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis);
+  int slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length,
+            TensorRole role = TensorRole::kGradient);
   // axis may be negative (counted from the end).
   int softmax(const std::string& name, int x, int64_t axis, bool log);
   // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.

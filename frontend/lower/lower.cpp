@@ -316,6 +316,11 @@ class Lowerer {
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;
         break;
+      case OpType::kReduce:  // split along dim 0 when it is kept
+        elements = static_cast<uint64_t>(ir::elementCount(first.shape));
+        kind = program::REDUCTION;
+        if (!op.perm.empty() && op.perm[0] == 0) extent = 1;
+        break;
       case OpType::kSoftmax:
       case OpType::kLogSoftmax:  // rows along the axis are independent: split dim 0 unless it is the axis
         if (op.axis == 0) extent = 1;
@@ -336,7 +341,7 @@ class Lowerer {
         // Operands laid out like the output (or the reduced input, or the labels of the
         // loss gradient) split with it; broadcast operands load whole.
         const bool split = extent > 1 && (tensor.shape == out.shape || op.type == OpType::kReduceSumTo ||
-                                          op.type == OpType::kSoftmaxCrossEntropyGrad);
+                                          op.type == OpType::kReduce || op.type == OpType::kSoftmaxCrossEntropyGrad);
         operands.push_back({op.inputs[i], split ? tensor.bytes() / extent * share : tensor.bytes()});
       }
       const uint64_t out_bytes = out.bytes() / extent * share;

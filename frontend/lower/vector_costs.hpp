@@ -31,6 +31,10 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
       return 4;  // a transcendental (tanh, erf, exp, ...) as a few ALU passes; abs and neg cost the same here
     case ir::OpType::kUnaryGrad: return 4;  // the derivative's few operations and the multiply by dy
     case ir::OpType::kTranspose: return 1;  // one pass through the transpose path
+    case ir::OpType::kReduce: return 1;     // add into the accumulator (mean: one scale per output, not counted)
+    case ir::OpType::kBroadcastTo:
+    case ir::OpType::kConcat:
+    case ir::OpType::kSlice: return 1;  // a copy
     case ir::OpType::kMatMul:
     case ir::OpType::kReshape: break;
   }

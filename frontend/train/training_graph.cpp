@@ -136,6 +136,34 @@ class Backward {
         accumulate(a, m_graph.transpose(base, dy, inverse, grad));
         break;
       }
+      case OpType::kReduce: {
+        if (!needs(a)) break;
+        const ir::Shape& x_shape = m_graph.tensor(a).shape;
+        ir::Shape kept = x_shape;
+        for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
+        int g = m_graph.reshape(base + ".kept", dy, kept, grad);
+        if (op.reduction == ir::Reduction::kMean) {
+          g = m_graph.scale(
+              base + ".mean", g,
+              1.0 / static_cast<double>(ir::elementCount(x_shape) / std::max<int64_t>(1, ir::elementCount(kept))),
+              grad);
+        }
+        accumulate(a, m_graph.broadcastTo(base, g, x_shape, grad));
+        break;
+      }
+      case OpType::kBroadcastTo:
+        if (needs(a)) accumulate(a, toShapeOf(dy, a, base));
+        break;
+      case OpType::kConcat: {
+        int64_t start = 0;
+        for (size_t i = 0; i < op.inputs.size(); ++i) {
+          const int part = op.inputs[i];
+          const int64_t len = m_graph.tensor(part).shape[static_cast<size_t>(op.axis)];
+          if (needs(part)) accumulate(part, m_graph.slice(base + std::to_string(i), dy, op.axis, start, len, grad));
+          start += len;
+        }
+        break;
+      }
       default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
@@ -225,6 +253,13 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
       case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
+      case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
+      case OpType::kConcat: {
+        std::vector<int> parts;
+        for (size_t i = 0; i < op.inputs.size(); ++i) parts.push_back(in(i));
+        out = graph.concat(op.name, parts, op.axis);
+        break;
+      }
       case OpType::kSoftmax:
       case OpType::kLogSoftmax: out = graph.softmax(op.name, in(0), op.axis, op.type == OpType::kLogSoftmax); break;
       case OpType::kSoftmaxCrossEntropy:

@@ -1,5 +1,6 @@
 #include "reference/cpu/cpu_executor.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "reference/cpu/broadcast.hpp"
@@ -111,6 +112,23 @@ void transposeValues(const std::vector<T>& x, const ir::Shape& x_shape, const st
       index[d] = 0;
     }
   }
+}
+
+// x viewed as [outer, axis_len, inner]: copies rows [start, start + len) of the axis to out at `offset`.
+template <typename T>
+void copyAlongAxis(const std::vector<T>& from, int64_t outer, int64_t from_len, int64_t from_start, int64_t inner,
+                   std::vector<T>& to, int64_t to_len, int64_t to_start, int64_t len) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const auto src = from.begin() + (o * from_len + from_start) * inner;
+    std::copy(src, src + len * inner, to.begin() + (o * to_len + to_start) * inner);
+  }
+}
+
+int64_t outerOf(const ir::Shape& shape, int64_t axis) {
+  return ir::elementCount(ir::Shape(shape.begin(), shape.begin() + axis));
+}
+int64_t innerOf(const ir::Shape& shape, int64_t axis) {
+  return ir::elementCount(ir::Shape(shape.begin() + axis + 1, shape.end()));
 }
 
 }  // namespace
@@ -236,6 +254,48 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
         transposeValues(in(0).ints, in(0).shape, op.perm, out.ints);
       }
       break;
+    case OpType::kReduce: {
+      const TensorValue& x = in(0);
+      ir::Shape kept = x.shape;  // the output with reduced dimensions kept as 1
+      for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
+      reduceSumTo(x.floats, x.shape, y, kept);
+      if (op.reduction == ir::Reduction::kMean) {
+        const auto count = static_cast<float>(ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept)));
+        for (float& v : y) v /= count;
+      }
+      break;
+    }
+    case OpType::kBroadcastTo: {
+      const TensorValue& x = in(0);
+      const std::vector<float> zero(1, 0.0f);
+      broadcastBinary<float>(x.floats, x.shape, zero, {}, y, out.shape, [](float a, float) { return a; });
+      break;
+    }
+    case OpType::kConcat: {
+      const int64_t outer = outerOf(out.shape, op.axis);
+      const int64_t inner = innerOf(out.shape, op.axis);
+      const int64_t out_len = out.shape[static_cast<size_t>(op.axis)];
+      int64_t offset = 0;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const TensorValue& part = in(i);
+        const int64_t len = part.shape[static_cast<size_t>(op.axis)];
+        if (TensorValue::isFloating(out.dtype)) {
+          copyAlongAxis(part.floats, outer, len, 0, inner, out.floats, out_len, offset, len);
+        } else {
+          copyAlongAxis(part.ints, outer, len, 0, inner, out.ints, out_len, offset, len);
+        }
+        offset += len;
+      }
+      break;
+    }
+    case OpType::kSlice: {
+      const TensorValue& x = in(0);
+      const int64_t len = out.shape[static_cast<size_t>(op.axis)];
+      const auto start = static_cast<int64_t>(op.scalar);
+      copyAlongAxis(x.floats, outerOf(x.shape, op.axis), x.shape[static_cast<size_t>(op.axis)], start,
+                    innerOf(x.shape, op.axis), y, len, 0, len);
+      break;
+    }
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;

@@ -202,6 +202,22 @@ TEST(CpuExecutor, UnaryAndTransposeGradientsMatchFiniteDifferences) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 17), 0.1f), 1);
 }
 
+TEST(CpuExecutor, ReduceAndConcatGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {4, 3, 5}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {4, 3, 5}, DType::kF32);
+  const int v = g.addWeight("v", {4, 2}, DType::kF32);
+  const int prod = g.binary(ir::OpType::kMul, "mul", x, w);
+  const int mean = g.reduce("mean", prod, ir::Reduction::kMean, {1}, false);          // [4, 5]
+  const int sum = g.reduce("sum", prod, ir::Reduction::kSum, {1, 2}, true);           // [4, 1, 1]
+  const int joined = g.concat("cat", {mean, g.reshape("flat", sum, {4, 1}), v}, -1);  // [4, 8]
+  g.markOutput(joined);
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 8, 19), 0.1f), 2);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
