@@ -258,6 +258,42 @@ class Importer {
     return out;
   }
 
+  // LayerNormalization (opset 17) as the ops it is made of, so that training differentiates it:
+  // mean = E[x], d = x - mean, inv = 1 / sqrt(E[d^2] + epsilon), y = d * inv * scale + bias, the
+  // expectations over dimensions axis .. rank-1 (kept as 1s). Mean and InvStdDev are optional outputs.
+  void importLayerNorm(const onnx::NodeProto& node, const std::string& label) {
+    expectInputCount(node, 2, 3, label);
+    rejectAttributesExcept(node, {"axis", "epsilon", "stash_type"});
+    if (intAttribute(node, "stash_type", 1) != 1) {
+      throw Error(ErrorKind::kUnsupported, label + ": only stash_type 1 (float statistics) is supported");
+    }
+    ir::Graph& g = m_result.graph;
+    const std::string name = opName(node);
+    const int x = value(node.input(0), label);
+    const ir::Tensor input = g.tensor(x);
+    const auto rank = static_cast<int64_t>(input.shape.size());
+    const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
+    std::vector<int64_t> axes;
+    for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+    const std::string epsilon_name = name + ".epsilon";
+    const int epsilon = g.addConstant(epsilon_name, {}, input.dtype);
+    m_result.initializers.emplace(epsilon_name,
+                                  ir::TensorValue{{}, input.dtype, {floatAttribute(node, "epsilon", 1e-5f)}, {}});
+    const int mean = g.reduce(name + ".mean", x, ir::Reduction::kMean, axes, true);
+    const int centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+    const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
+    const int variance = g.reduce(name + ".variance", squares, ir::Reduction::kMean, axes, true);
+    const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
+    const int inv = g.unary(ir::UnaryKind::kReciprocal, name + ".inv_stddev", stddev);
+    int y = g.binary(ir::OpType::kMul, name + ".normalized", centered, inv);
+    y = g.binary(ir::OpType::kMul, name + ".scaled", y, value(node.input(1), label));
+    if (node.input_size() == 3 && !node.input(2).empty()) y = g.add(name + ".shifted", y, value(node.input(2), label));
+    if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
+    defineOutput(node, 0, y);
+    if (node.output_size() > 1) defineOutput(node, 1, mean);
+    if (node.output_size() > 2) defineOutput(node, 2, inv);
+  }
+
   // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
   void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
     ir::Graph& g = m_result.graph;
@@ -431,6 +467,13 @@ class Importer {
         std::vector<int> parts;
         for (const auto& input : node.input()) parts.push_back(value(input, label));
         define(node, g.concat(opName(node), parts, intAttribute(node, "axis", 0)));
+      } else if (type == "LayerNormalization") {
+        importLayerNorm(node, label);
+      } else if (type == "Gather") {
+        expectInputs(node, 2, 2);
+        rejectAttributesExcept(node, {"axis"});
+        define(node, g.gather(opName(node), value(node.input(0), label), value(node.input(1), label),
+                              intAttribute(node, "axis", 0)));
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -469,7 +512,8 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, Concat, Constant, Div, Erf, Exp, Flatten, Gemm, Log, LogSoftmax, MatMul, Mul, Neg, "
+  return "Abs, Add, Concat, Constant, Div, Erf, Exp, Flatten, Gather, Gemm, LayerNormalization, Log, LogSoftmax, "
+         "MatMul, Mul, Neg, "
          "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
          "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";
 }

@@ -96,6 +96,8 @@ const char* opTypeName(OpType type) {
     case OpType::kBroadcastTo: return "BroadcastTo";
     case OpType::kConcat: return "Concat";
     case OpType::kSlice: return "Slice";
+    case OpType::kGather: return "Gather";
+    case OpType::kGatherGrad: return "GatherGrad";
   }
   return "?";
 }
@@ -421,6 +423,32 @@ int Graph::slice(const std::string& name, int x, int64_t axis, int64_t start, in
   op.scalar = static_cast<double>(start);
   const DType dtype = tx.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
+}
+
+int Graph::gather(const std::string& name, int data, int indices, int64_t axis) {
+  const Tensor& td = checked(data, name);
+  const Tensor& ti = checked(indices, name);
+  const auto rank = static_cast<int64_t>(td.shape.size());
+  if (rank == 0) shapeError(name, "Gather needs data of rank 1 or more");
+  if (axis < -rank || axis >= rank) shapeError(name, "axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  if (ti.dtype != DType::kInt64 && ti.dtype != DType::kInt32) shapeError(name, "Gather indices must be int32 or int64");
+  Shape out(td.shape.begin(), td.shape.begin() + axis);
+  out.insert(out.end(), ti.shape.begin(), ti.shape.end());
+  out.insert(out.end(), td.shape.begin() + axis + 1, td.shape.end());
+  Op op = makeOp(name, OpType::kGather, {data, indices});
+  op.axis = axis;
+  const DType dtype = td.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis) {
+  const Tensor& tdy = checked(dy, name);
+  checked(indices, name);
+  Op op = makeOp(name, OpType::kGatherGrad, {dy, indices});
+  op.axis = axis;
+  const DType dtype = tdy.dtype;
+  return append(std::move(op), name + ":out", data_shape, dtype, TensorRole::kGradient);
 }
 
 int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {

@@ -62,6 +62,8 @@ enum class OpType {
   kBroadcastTo,              // out = x broadcast to the output's shape
   kConcat,                   // out = the inputs joined along `axis`
   kSlice,                    // out = x[start : start + length] along `axis` (start in Op::scalar)
+  kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
+  kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
@@ -117,6 +119,8 @@ class Graph {
   int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis);
   int slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length,
             TensorRole role = TensorRole::kGradient);
+  int gather(const std::string& name, int data, int indices, int64_t axis);
+  int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
   // axis may be negative (counted from the end).
   int softmax(const std::string& name, int x, int64_t axis, bool log);
   // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.

@@ -207,6 +207,7 @@ class Lowerer {
     switch (op.type) {
       case OpType::kReshape: return;  // a view: the output shares the input's HBM buffer
       case OpType::kMatMul: return lowerMatMul(op);
+      case OpType::kGather: return lowerGather(op);
       default: return lowerVector(op);
     }
   }
@@ -294,6 +295,26 @@ class Lowerer {
         }
       }
       stores.push_back(store(op, core, vmem_out, out_bytes, compute));
+    }
+    finish(op, std::move(stores));
+  }
+
+  // A gather is data movement: each core DMAs its share of the gathered rows from the
+  // table in HBM (after its indices, which give the addresses) into VMEM, and stores them;
+  // the vector unit is not used.
+  void lowerGather(const ir::Op& op) {
+    const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+    const ir::Tensor& indices = m_graph.tensor(op.inputs[1]);
+    const uint64_t extent = out.shape.empty() ? 1 : static_cast<uint64_t>(out.shape[0]);
+    std::vector<uint32_t> stores;
+    const std::vector<uint64_t> shares = splitEvenly(extent, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+    for (uint32_t core = 0; core < shares.size(); ++core) {
+      const uint64_t out_bytes = out.bytes() / extent * shares[core];
+      checkVmem(core, out_bytes + indices.bytes());
+      const uint32_t load_indices = load(op, core, {op.inputs[1], indices.bytes()}).first;
+      const auto [load_rows, vmem_rows] = load(op, core, {op.inputs[0], out_bytes});
+      m_chip.mutable_instructions(static_cast<int>(load_rows))->add_deps(load_indices);
+      stores.push_back(store(op, core, vmem_rows, out_bytes, {load_rows}));
     }
     finish(op, std::move(stores));
   }

@@ -164,6 +164,9 @@ class Backward {
         }
         break;
       }
+      case OpType::kGather:
+        if (needs(a)) accumulate(a, m_graph.gatherGrad(base, dy, b, m_graph.tensor(a).shape, op.axis));
+        break;
       default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
@@ -253,6 +256,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
       case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
+      case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {
         std::vector<int> parts;

@@ -131,6 +131,27 @@ int64_t innerOf(const ir::Shape& shape, int64_t axis) {
   return ir::elementCount(ir::Shape(shape.begin() + axis + 1, shape.end()));
 }
 
+// Visits every (outer, index position, inner block) of a gather along `axis`;
+// visit(data_offset, out_offset, inner) with element offsets. Checks each index.
+template <typename Visit>
+void forEachGathered(const ir::Shape& data_shape, std::span<const int64_t> indices, int64_t axis, Visit visit) {
+  const int64_t outer = outerOf(data_shape, axis);
+  const int64_t inner = innerOf(data_shape, axis);
+  const int64_t length = data_shape[static_cast<size_t>(axis)];
+  const auto count = static_cast<int64_t>(indices.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t index = indices[static_cast<size_t>(i)];
+      if (index < 0) index += length;
+      if (index < 0 || index >= length) {
+        throw Error(ErrorKind::kInvalidInput, "index " + std::to_string(indices[static_cast<size_t>(i)]) +
+                                                  " is out of range for a dimension of " + std::to_string(length));
+      }
+      visit((o * length + index) * inner, (o * count + i) * inner, inner);
+    }
+  }
+}
+
 }  // namespace
 
 CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(graph), m_options(options) {
@@ -294,6 +315,25 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const auto start = static_cast<int64_t>(op.scalar);
       copyAlongAxis(x.floats, outerOf(x.shape, op.axis), x.shape[static_cast<size_t>(op.axis)], start,
                     innerOf(x.shape, op.axis), y, len, 0, len);
+      break;
+    }
+    case OpType::kGather: {
+      const TensorValue& data = in(0);
+      forEachGathered(data.shape, in(1).ints, op.axis, [&](int64_t from, int64_t to, int64_t inner) {
+        if (TensorValue::isFloating(out.dtype)) {
+          std::copy_n(data.floats.begin() + from, inner, out.floats.begin() + to);
+        } else {
+          std::copy_n(data.ints.begin() + from, inner, out.ints.begin() + to);
+        }
+      });
+      break;
+    }
+    case OpType::kGatherGrad: {
+      const std::vector<float>& dy = in(0).floats;
+      // Repeated indices add up, in the order the gather visited them.
+      forEachGathered(out.shape, in(1).ints, op.axis, [&](int64_t to, int64_t from, int64_t inner) {
+        for (int64_t e = 0; e < inner; ++e) y[static_cast<size_t>(to + e)] += dy[static_cast<size_t>(from + e)];
+      });
       break;
     }
     case OpType::kSgdUpdate: {

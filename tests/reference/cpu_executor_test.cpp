@@ -218,6 +218,41 @@ TEST(CpuExecutor, ReduceAndConcatGradientsMatchFiniteDifferences) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 8, 19), 0.1f), 2);
 }
 
+TEST(CpuExecutor, EmbeddingGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int table = g.addWeight("table", {10, 6}, DType::kF32);
+  const int ids = g.addConstant("ids", {5}, DType::kInt64);
+  const int rows = g.gather("embed", table, ids, 0);  // [5, 6]
+  g.markOutput(g.matmul("mm", rows, g.addWeight("w", {6, 3}, DType::kF32), false, false));
+  model.batch = 5;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  auto feeds = randomFeeds(graph, 3, 23);
+  feeds["ids"].ints = {3, 7, 3, -1, 0};  // a repeated id accumulates; -1 wraps to row 9
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+  feeds["ids"].ints[1] = 10;
+  EXPECT_THROW(CpuExecutor(graph, CpuOptions{}).run(feeds), Error);
+}
+
+TEST(CpuExecutor, LayerNormalizationTrainsThroughItsDecomposition) {
+  testing::OnnxBuilder b;
+  b.input("x", {-1, 6}).weight("gamma", {6}).weight("beta", {6}).weight("w", {3, 6}).weight("bias", {3});
+  auto& norm = b.node("LayerNormalization", {"x", "gamma", "beta"}, "normed");
+  auto* eps = norm.add_attribute();
+  eps->set_name("epsilon");
+  eps->set_type(onnx::AttributeProto::FLOAT);
+  eps->set_f(1e-3f);
+  b.gemm("normed", "w", "bias", "logits");
+  b.output("logits");
+  ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  auto feeds = randomFeeds(graph, 3, 29);
+  for (const auto& [name, value] : model.initializers) {
+    if (name.find("epsilon") != std::string::npos) feeds[name] = value;  // the constant keeps its value
+  }
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 4);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
