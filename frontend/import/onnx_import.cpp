@@ -294,6 +294,61 @@ class Importer {
     if (node.output_size() > 2) defineOutput(node, 2, inv);
   }
 
+  std::vector<int64_t> intsAttribute(const onnx::NodeProto& node, const std::string& name,
+                                     std::vector<int64_t> fallback) const {
+    const auto* attr = attribute(node, name);
+    return attr ? std::vector<int64_t>(attr->ints().begin(), attr->ints().end()) : fallback;
+  }
+
+  // Conv over [N, C, H, W], with an optional bias added as [M, 1, 1].
+  void importConv(const onnx::NodeProto& node, const std::string& label) {
+    expectInputCount(node, 2, 3, label);
+    rejectAttributesExcept(node, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+    ir::Graph& g = m_result.graph;
+    const int x = value(node.input(0), label);
+    const int w = value(node.input(1), label);
+    const ir::Shape x_shape = g.tensor(x).shape;
+    const ir::Shape w_shape = g.tensor(w).shape;
+    if (x_shape.size() != 4 || w_shape.size() != 4) {
+      throw Error(ErrorKind::kUnsupported, label + ": only 2-D convolutions ([N, C, H, W]) are supported yet");
+    }
+    const std::vector<int64_t> kernel = intsAttribute(node, "kernel_shape", {w_shape[2], w_shape[3]});
+    if (kernel != std::vector<int64_t>{w_shape[2], w_shape[3]})
+      invalid(label + ": kernel_shape does not match the weights");
+    ir::ConvGeometry geometry;
+    geometry.strides = intsAttribute(node, "strides", {1, 1});
+    geometry.dilations = intsAttribute(node, "dilations", {1, 1});
+    geometry.pads = intsAttribute(node, "pads", {0, 0, 0, 0});
+    geometry.group = intAttribute(node, "group", 1);
+    if (geometry.strides.size() != 2 || geometry.dilations.size() != 2 || geometry.pads.size() != 4) {
+      invalid(label + ": strides, dilations and pads must have 2, 2 and 4 entries");
+    }
+    const auto* auto_pad = attribute(node, "auto_pad");
+    const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+    if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      // Output = ceil(input / stride); the odd pad goes at the end (upper) or the start (lower).
+      for (size_t d = 0; d < 2; ++d) {
+        const int64_t out = (x_shape[2 + d] + geometry.strides[d] - 1) / geometry.strides[d];
+        const int64_t span = geometry.dilations[d] * (kernel[d] - 1) + 1;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * geometry.strides[d] + span - x_shape[2 + d]);
+        const int64_t small = total / 2;
+        geometry.pads[d] = mode == "SAME_UPPER" ? small : total - small;
+        geometry.pads[d + 2] = total - geometry.pads[d];
+      }
+    } else if (mode == "VALID") {
+      geometry.pads = {0, 0, 0, 0};
+    } else if (mode != "NOTSET") {
+      invalid(label + ": unknown auto_pad '" + mode + "'");
+    }
+    const std::string name = opName(node);
+    int out = g.conv(name, x, w, geometry);
+    if (node.input_size() == 3 && !node.input(2).empty()) {
+      const int bias = value(node.input(2), label);
+      out = g.add(name + ".bias", out, g.reshape(name + ".bias_shape", bias, {w_shape[0], 1, 1}));
+    }
+    define(node, out);
+  }
+
   // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
   void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
     ir::Graph& g = m_result.graph;
@@ -474,6 +529,8 @@ class Importer {
         rejectAttributesExcept(node, {"axis"});
         define(node, g.gather(opName(node), value(node.input(0), label), value(node.input(1), label),
                               intAttribute(node, "axis", 0)));
+      } else if (type == "Conv") {
+        importConv(node, label);
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -512,7 +569,7 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, Concat, Constant, Div, Erf, Exp, Flatten, Gather, Gemm, LayerNormalization, Log, LogSoftmax, "
+  return "Abs, Add, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, LayerNormalization, Log, LogSoftmax, "
          "MatMul, Mul, Neg, "
          "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
          "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";

@@ -98,6 +98,9 @@ const char* opTypeName(OpType type) {
     case OpType::kSlice: return "Slice";
     case OpType::kGather: return "Gather";
     case OpType::kGatherGrad: return "GatherGrad";
+    case OpType::kConv: return "Conv";
+    case OpType::kConvGradInput: return "ConvGradInput";
+    case OpType::kConvGradWeight: return "ConvGradWeight";
   }
   return "?";
 }
@@ -449,6 +452,49 @@ int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape&
   op.axis = axis;
   const DType dtype = tdy.dtype;
   return append(std::move(op), name + ":out", data_shape, dtype, TensorRole::kGradient);
+}
+
+int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {
+  const Tensor& tx = checked(x, name);
+  const Tensor& tw = checked(w, name);
+  if (tx.shape.size() != 4 || tw.shape.size() != 4) {
+    throw Error(ErrorKind::kUnsupported, "op '" + name +
+                                             "': only 2-D convolutions ([N, C, H, W]) are supported yet, got " +
+                                             shapeToString(tx.shape) + " and " + shapeToString(tw.shape));
+  }
+  if (tx.dtype != tw.dtype || !isFloat(tx.dtype)) shapeError(name, "Conv operands must share one float dtype");
+  if (g.group < 1 || tx.shape[1] % g.group != 0 || tw.shape[0] % g.group != 0 || tw.shape[1] * g.group != tx.shape[1]) {
+    shapeError(name, "channels " + shapeToString(tx.shape) + " and weights " + shapeToString(tw.shape) +
+                         " do not match group " + std::to_string(g.group));
+  }
+  Shape out = {tx.shape[0], tw.shape[0]};
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t span = g.dilations[d] * (tw.shape[2 + d] - 1) + 1;
+    const int64_t padded = tx.shape[2 + d] + g.pads[d] + g.pads[d + 2];
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || padded < span)
+      shapeError(name, "the kernel does not fit the padded input");
+    out.push_back((padded - span) / g.strides[d] + 1);
+  }
+  Op op = makeOp(name, OpType::kConv, {x, w});
+  op.conv = g;
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& g) {
+  const DType dtype = checked(dy, name).dtype;
+  checked(w, name);
+  Op op = makeOp(name, OpType::kConvGradInput, {dy, w});
+  op.conv = g;
+  return append(std::move(op), name + ":out", x_shape, dtype, TensorRole::kGradient);
+}
+
+int Graph::convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& g) {
+  const DType dtype = checked(dy, name).dtype;
+  checked(x, name);
+  Op op = makeOp(name, OpType::kConvGradWeight, {x, dy});
+  op.conv = g;
+  return append(std::move(op), name + ":out", w_shape, dtype, TensorRole::kGradient);
 }
 
 int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {

@@ -64,6 +64,9 @@ enum class OpType {
   kSlice,                    // out = x[start : start + length] along `axis` (start in Op::scalar)
   kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
   kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
+  kConv,                     // 2-D convolution: x [N, C, H, W] * w [M, C/group, KH, KW] -> [N, M, OH, OW]
+  kConvGradInput,            // dx of a Conv, from (dy, w)
+  kConvGradWeight,           // dw of a Conv, from (x, dy)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
@@ -71,6 +74,14 @@ bool isElementwiseBinary(OpType type);
 enum class Reduction { kNone, kSum, kMean };
 enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh };
 const char* unaryKindName(UnaryKind kind);
+
+// Geometry of a 2-D convolution (spatial dims in H, W order).
+struct ConvGeometry {
+  std::vector<int64_t> strides = {1, 1};
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  std::vector<int64_t> dilations = {1, 1};
+  int64_t group = 1;
+};
 
 struct Op {
   std::string name;
@@ -86,6 +97,7 @@ struct Op {
   UnaryKind unary = UnaryKind::kAbs;       // Unary, UnaryGrad
   std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]; Reduce: the axes
   bool keepdims = true;                    // Reduce
+  ConvGeometry conv;                       // Conv and its gradients
 };
 
 class Graph {
@@ -121,6 +133,9 @@ class Graph {
             TensorRole role = TensorRole::kGradient);
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
+  int conv(const std::string& name, int x, int w, const ConvGeometry& geometry);
+  int convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& geometry);
+  int convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& geometry);
   // axis may be negative (counted from the end).
   int softmax(const std::string& name, int x, int64_t axis, bool log);
   // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.

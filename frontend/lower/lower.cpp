@@ -208,6 +208,9 @@ class Lowerer {
       case OpType::kReshape: return;  // a view: the output shares the input's HBM buffer
       case OpType::kMatMul: return lowerMatMul(op);
       case OpType::kGather: return lowerGather(op);
+      case OpType::kConv:
+      case OpType::kConvGradInput:
+      case OpType::kConvGradWeight: return lowerConv(op);
       default: return lowerVector(op);
     }
   }
@@ -291,6 +294,86 @@ class Lowerer {
           ins.add_writes(vmem_out);
           ins.add_deps(load_a);
           ins.add_deps(load_b);
+          compute.push_back(ins.id());
+        }
+      }
+      stores.push_back(store(op, core, vmem_out, out_bytes, compute));
+    }
+    finish(op, std::move(stores));
+  }
+
+  // A convolution runs on the MXUs as an implicit GEMM, one per group:
+  //   forward      y[N*OH*OW, M/g]      = im2col(x)[N*OH*OW, C/g*KH*KW] x w^T
+  //   input grad   dx[N*H*W, C/g]       = col(dy)[N*H*W, M/g*KH*KW]      x w
+  //   weight grad  dw[M/g, C/g*KH*KW]   = dy^T[M/g, N*OH*OW]             x im2col(x)
+  // The GEMM's rows are split over the cores; operands laid out along those rows
+  // (the image batch, or dy's channels for the weight gradient) split with them.
+  void lowerConv(const ir::Op& op) {
+    const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+    const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
+    const ir::Tensor& second = m_graph.tensor(op.inputs[1]);
+    const ir::Shape& w = op.type == OpType::kConv            ? second.shape
+                         : op.type == OpType::kConvGradInput ? second.shape
+                                                             : out.shape;
+    const ir::Shape& x = op.type == OpType::kConvGradInput ? out.shape : first.shape;
+    const ir::Shape& y = op.type == OpType::kConv            ? out.shape
+                         : op.type == OpType::kConvGradInput ? first.shape
+                                                             : second.shape;
+    const auto g = static_cast<uint64_t>(op.conv.group);
+    const auto batch = static_cast<uint64_t>(x[0]);
+    const auto in_per_group = static_cast<uint64_t>(w[1]);
+    const uint64_t out_per_group = static_cast<uint64_t>(w[0]) / g;
+    const uint64_t window = static_cast<uint64_t>(w[2] * w[3]);
+    const uint64_t out_pixels = static_cast<uint64_t>(y[2] * y[3]);
+    const uint64_t in_pixels = static_cast<uint64_t>(x[2] * x[3]);
+    uint64_t m = 0, k = 0, n = 0;
+    bool split_first = true;  // the first input splits with the rows; the second loads whole
+    bool split_second = false;
+    switch (op.type) {
+      case OpType::kConv: m = batch * out_pixels, k = in_per_group * window, n = out_per_group; break;
+      case OpType::kConvGradInput: m = batch * in_pixels, k = out_per_group * window, n = in_per_group; break;
+      default:  // weight gradient: rows are output channels, found in dy (the second input)
+        m = out_per_group, k = batch * out_pixels, n = in_per_group * window;
+        split_first = false;
+        split_second = true;
+        break;
+    }
+    const uint64_t element = dtypeBytes(out.dtype);
+    const std::vector<uint64_t> rows = splitEvenly(m, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+    const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
+    std::vector<uint32_t> stores;
+    for (uint32_t core = 0; core < rows.size(); ++core) {
+      const auto share = [&](const ir::Tensor& t, bool split) {
+        return split ? t.bytes() / m * rows[core] : t.bytes();
+      };
+      const uint64_t first_bytes = share(first, split_first);
+      const uint64_t second_bytes = share(second, split_second);
+      const uint64_t out_bytes = out.bytes() / m * rows[core];
+      checkVmem(core, first_bytes + second_bytes + out_bytes);
+      const auto [load_first, vmem_first] = load(op, core, {op.inputs[0], first_bytes});
+      const auto [load_second, vmem_second] = load(op, core, {op.inputs[1], second_bytes});
+      const uint32_t vmem_out =
+          addBuffer(op.name + ".c" + std::to_string(core) + ".out", program::VMEM, out, out_bytes, core);
+      std::vector<uint32_t> compute;
+      for (uint64_t group = 0; group < g; ++group) {
+        for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
+          std::string part;
+          if (g > 1) part.append("g").append(std::to_string(group)).append(".");
+          part.append("mxu").append(std::to_string(mxu));
+          program::Instruction& ins = newInstruction(op, part, program::MXU, core, mxu);
+          program::MatMul* mm = ins.mutable_matmul();
+          mm->set_m(rows[core]);
+          mm->set_k(k);
+          mm->set_n(cols[mxu]);
+          mm->set_input_dtype(toProgramDType(out.dtype));
+          mm->set_accumulate_dtype(program::F32);
+          ins.set_flops(2 * rows[core] * k * cols[mxu]);
+          ins.set_bytes((rows[core] * k + k * cols[mxu] + rows[core] * cols[mxu]) * element);
+          ins.add_reads(vmem_first);
+          ins.add_reads(vmem_second);
+          ins.add_writes(vmem_out);
+          ins.add_deps(load_first);
+          ins.add_deps(load_second);
           compute.push_back(ins.id());
         }
       }

@@ -36,7 +36,10 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kConcat:
     case ir::OpType::kSlice: return 1;       // a copy
     case ir::OpType::kGatherGrad: return 1;  // add each gathered row into the zeroed table
-    case ir::OpType::kGather:                // DMA only (lowerGather)
+    case ir::OpType::kConv:                  // MXU work (lowerConv)
+    case ir::OpType::kConvGradInput:
+    case ir::OpType::kConvGradWeight:
+    case ir::OpType::kGather:  // DMA only (lowerGather)
     case ir::OpType::kMatMul:
     case ir::OpType::kReshape: break;
   }

@@ -167,6 +167,10 @@ class Backward {
       case OpType::kGather:
         if (needs(a)) accumulate(a, m_graph.gatherGrad(base, dy, b, m_graph.tensor(a).shape, op.axis));
         break;
+      case OpType::kConv:
+        if (needs(a)) accumulate(a, m_graph.convGradInput(base + "_x", dy, b, m_graph.tensor(a).shape, op.conv));
+        if (needs(b)) accumulate(b, m_graph.convGradWeight(base + "_w", a, dy, m_graph.tensor(b).shape, op.conv));
+        break;
       default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
@@ -257,6 +261,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
       case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
+      case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {
         std::vector<int> parts;

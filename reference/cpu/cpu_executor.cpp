@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "reference/cpu/broadcast.hpp"
+#include "reference/cpu/conv.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
@@ -336,6 +337,16 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       });
       break;
     }
+    case OpType::kConv:
+      convForward(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv,
+                  m_options.threads);
+      break;
+    case OpType::kConvGradInput:
+      convGradInput(in(0).floats, in(1).floats, y, ConvShapes{out.shape, in(1).shape, in(0).shape}, op.conv);
+      break;
+    case OpType::kConvGradWeight:
+      convGradWeight(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv);
+      break;
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;

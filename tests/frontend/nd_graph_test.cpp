@@ -1,4 +1,5 @@
-// N-D shapes: numpy broadcasting, batched matmuls, and their gradients and lowering.
+// N-D graphs: broadcasting, batched matmuls, convolutions and other ops, their gradients and lowering.
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -97,6 +98,37 @@ TEST(Lowering, UnaryTransposeAndConstantsBecomeVectorWork) {
     constant_in_hbm = constant_in_hbm || (buffer.name() == "c" && buffer.space() == program::HBM);
   }
   EXPECT_TRUE(constant_in_hbm);
+}
+
+}  // namespace
+}  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+TEST(Lowering, ConvolutionsAreImplicitGemmsOnTheMxus) {
+  // x [8, 16, 14, 14] * w [32, 8, 3, 3], 2 groups, pad 1: y [8, 32, 14, 14].
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {8, 16, 14, 14}, DType::kF32, ir::TensorRole::kInput);
+  ir::ConvGeometry geometry;
+  geometry.pads = {1, 1, 1, 1};
+  geometry.group = 2;
+  const int y = g.conv("conv", x, g.addWeight("w", {32, 8, 3, 3}, DType::kF32), geometry);
+  g.markOutput(g.reshape("flat", y, {8, 32 * 14 * 14}));
+  model.batch = 8;
+  const ir::Graph training = buildTrainingGraph(model, TrainingOptions{});
+  const program::Program program =
+      lowerToProgram(training, HardwareParams::load("tpuv4"), LowerOptions{"c", "training", 8});
+  std::map<std::string, uint64_t> flops;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.unit() == program::MXU) flops[ins.op_type()] += ins.flops();
+  }
+  // Every pass does 2 x N x OH x OW x M x (C / group) x KH x KW flops.
+  const uint64_t expected = 2ull * 8 * 14 * 14 * 32 * 8 * 3 * 3;
+  EXPECT_EQ(flops["Conv"], expected);
+  EXPECT_EQ(flops["ConvGradWeight"], expected);
+  EXPECT_EQ(flops.count("ConvGradInput"), 0u);  // x is an input: no gradient for it
 }
 
 }  // namespace
