@@ -59,7 +59,10 @@ ModelGraph buildModelGraph(const RunRequest& request) {
   }
   if (!(request.learning_rate > 0)) throw Error(ErrorKind::kInvalidConfig, "learning rate must be > 0");
   ModelGraph built;
-  built.model = importOnnxFile(request.model_path, OnnxImportOptions{request.batch});
+  OnnxImportOptions options;
+  options.batch = request.batch;
+  options.training = mode == "training";
+  built.model = importOnnxFile(request.model_path, options);
   if (!request.batch) spdlog::info("batch size {} (set it with --batch)", built.model.batch);
   built.graph = mode == "training" ? buildTrainingGraph(built.model, TrainingOptions{request.learning_rate})
                                    : buildInferenceGraph(built.model);

@@ -66,8 +66,8 @@ void rejectAttributesExcept(const onnx::NodeProto& node, const std::set<std::str
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested,
-           const std::map<std::string, ir::TensorValue>& known)
-      : m_model(model), m_batch(batch), m_batch_requested(batch_requested), m_known(known) {}
+           const std::map<std::string, ir::TensorValue>& known, bool training)
+      : m_model(model), m_batch(batch), m_batch_requested(batch_requested), m_training(training), m_known(known) {}
 
   ImportedModel run() {
     checkOpset();
@@ -349,6 +349,72 @@ class Importer {
     define(node, out);
   }
 
+  // A scalar constant of `dtype`, for the decompositions below.
+  int scalarConstant(const std::string& name, DType dtype, float value) {
+    const int id = m_result.graph.addConstant(name, {}, dtype);
+    m_result.initializers.emplace(name, ir::TensorValue{{}, dtype, {value}, {}});
+    return id;
+  }
+
+  // BatchNormalization over [N, C, ...] as the ops it is made of. Inference uses the running
+  // mean and variance; training (training_mode, or a training import) the batch's, and then
+  // also yields the updated running statistics: momentum x running + (1 - momentum) x batch.
+  void importBatchNorm(const onnx::NodeProto& node, const std::string& label) {
+    expectInputCount(node, 5, 5, label);
+    rejectAttributesExcept(node, {"epsilon", "momentum", "training_mode"});
+    ir::Graph& g = m_result.graph;
+    const std::string name = opName(node);
+    const int x = value(node.input(0), label);
+    const ir::Tensor input = g.tensor(x);
+    if (input.shape.size() < 2) invalid(label + ": BatchNormalization needs [N, C, ...]");
+    const int64_t channels = input.shape[1];
+    ir::Shape per_channel = {channels};
+    per_channel.resize(input.shape.size() - 1, 1);  // [C, 1, ...] broadcasts over [N, C, ...]
+    const auto shaped = [&](int tensor, const std::string& part) {
+      if (g.tensor(tensor).shape != ir::Shape{channels}) invalid(label + ": " + part + " must be [C]");
+      return g.reshape(name + "." + part + "_shape", tensor, per_channel);
+    };
+    const int scale = shaped(value(node.input(1), label), "scale");
+    const int bias = shaped(value(node.input(2), label), "bias");
+    const int running_mean = value(node.input(3), label);
+    const int running_var = value(node.input(4), label);
+    g.freeze(running_mean);  // statistics, not trained by gradients
+    g.freeze(running_var);
+    const bool batch_statistics = intAttribute(node, "training_mode", 0) != 0 || m_training;
+    const int epsilon = scalarConstant(name + ".epsilon", input.dtype, floatAttribute(node, "epsilon", 1e-5f));
+    int mean = shaped(running_mean, "mean");
+    int variance = shaped(running_var, "var");
+    int centered = -1;
+    std::vector<int64_t> axes = {0};
+    for (size_t d = 2; d < input.shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    if (batch_statistics) {
+      mean = g.reshape(name + ".batch_mean_shape", g.reduce(name + ".batch_mean", x, ir::Reduction::kMean, axes, false),
+                       per_channel);
+      centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+      const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
+      variance = g.reshape(name + ".batch_var_shape",
+                           g.reduce(name + ".batch_var", squares, ir::Reduction::kMean, axes, false), per_channel);
+    } else {
+      centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+    }
+    const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
+    int y = g.binary(ir::OpType::kDiv, name + ".normalized", centered, stddev);
+    y = g.add(name + ".shifted", g.binary(ir::OpType::kMul, name + ".scaled", y, scale), bias);
+    if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
+    defineOutput(node, 0, y);
+    if (node.output_size() > 1) {
+      if (!batch_statistics) invalid(label + ": running statistics are outputs only in training mode");
+      const float momentum = floatAttribute(node, "momentum", 0.9f);
+      const auto blend = [&](int running, int batch, const std::string& part) {
+        const int flat = g.reshape(name + "." + part + "_flat", batch, {channels});
+        return g.add(name + "." + part + "_running", g.scale(name + "." + part + "_old", running, momentum),
+                     g.scale(name + "." + part + "_new", flat, 1.0 - momentum));
+      };
+      defineOutput(node, 1, blend(running_mean, mean, "mean"));
+      if (node.output_size() > 2) defineOutput(node, 2, blend(running_var, variance, "var"));
+    }
+  }
+
   // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
   void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
     ir::Graph& g = m_result.graph;
@@ -531,6 +597,8 @@ class Importer {
                               intAttribute(node, "axis", 0)));
       } else if (type == "Conv") {
         importConv(node, label);
+      } else if (type == "BatchNormalization") {
+        importBatchNorm(node, label);
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -559,6 +627,7 @@ class Importer {
   const onnx::ModelProto& m_model;
   int64_t m_batch;
   bool m_batch_requested;
+  bool m_training = false;
   const std::map<std::string, ir::TensorValue>& m_known;
   bool m_first_input = true;
   ImportedModel m_result;
@@ -569,7 +638,8 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, LayerNormalization, Log, LogSoftmax, "
+  return "Abs, Add, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
+         "LayerNormalization, Log, LogSoftmax, "
          "MatMul, Mul, Neg, "
          "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
          "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";
@@ -580,7 +650,7 @@ ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOpt
   if (batch <= 0) throw Error(ErrorKind::kInvalidConfig, "batch size must be > 0 (got " + std::to_string(batch) + ")");
   if (!model.has_graph() || model.graph().node_size() == 0) invalid("not an ONNX model: it has no graph nodes");
   if (model.ir_version() <= 0) invalid("not an ONNX model: ir_version is missing");
-  return Importer(model, batch, options.batch.has_value(), options.known_inputs).run();
+  return Importer(model, batch, options.batch.has_value(), options.known_inputs, options.training).run();
 }
 
 ImportedModel importOnnxFile(const std::string& path, const OnnxImportOptions& options) {

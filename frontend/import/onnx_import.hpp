@@ -26,6 +26,9 @@ struct OnnxImportOptions {
   // Graph inputs whose values are known when compiling (a shape fed as an input, say):
   // they become constants, as XLA needs every shape static.
   std::map<std::string, ir::TensorValue> known_inputs = {};
+  // Import for a training step: BatchNormalization normalizes with the batch's statistics
+  // (as in PyTorch's train mode) instead of the running ones.
+  bool training = false;
 };
 
 struct ImportedModel {

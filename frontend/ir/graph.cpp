@@ -300,6 +300,12 @@ const char* unaryKindName(UnaryKind kind) {
   return "?";
 }
 
+void Graph::freeze(int tensor) {
+  Tensor& t = m_tensors.at(static_cast<size_t>(tensor));
+  if (m_producer[static_cast<size_t>(tensor)] >= 0) throw Error(ErrorKind::kInternal, "freeze() of a computed tensor");
+  if (t.role == TensorRole::kWeight) t.role = TensorRole::kConstant;
+}
+
 int Graph::addConstant(const std::string& name, Shape shape, DType dtype) {
   return newTensor(name, std::move(shape), dtype, TensorRole::kConstant);
 }

@@ -145,6 +145,8 @@ class Graph {
   void markOutput(int tensor) { m_outputs.push_back(tensor); }
   // Gives an existing tensor a user-facing name (an ONNX value name, say).
   void rename(int tensor, const std::string& name) { m_tensors.at(static_cast<size_t>(tensor)).name = name; }
+  // Turns an input weight into a constant (a statistic, not trained by gradients).
+  void freeze(int tensor);
 
   const Tensor& tensor(int id) const { return m_tensors.at(static_cast<size_t>(id)); }
   const std::vector<Tensor>& tensors() const { return m_tensors; }

@@ -253,6 +253,25 @@ TEST(CpuExecutor, LayerNormalizationTrainsThroughItsDecomposition) {
   EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 4);
 }
 
+TEST(CpuExecutor, BatchNormTrainsWithBatchStatisticsAndFreezesRunningOnes) {
+  testing::OnnxBuilder b;
+  b.input("x", {-1, 3, 2, 2}).weight("scale", {3}).weight("shift", {3}).weight("mean", {3}).weight("var", {3});
+  b.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, "normed");
+  b.node("Flatten", {"normed"}, "logits");
+  b.output("logits");
+  OnnxImportOptions options;
+  options.batch = 4;
+  options.training = true;
+  ImportedModel model = importOnnxModel(b.model(), options);
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  auto feeds = randomFeeds(graph, 12, 31);
+  for (const auto& [name, value] : model.initializers) {
+    if (name.find("epsilon") != std::string::npos) feeds[name] = value;
+  }
+  // Only scale and shift are trained; the running mean and variance are constants.
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
