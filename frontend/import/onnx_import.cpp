@@ -599,6 +599,10 @@ class Importer {
         importConv(node, label);
       } else if (type == "BatchNormalization") {
         importBatchNorm(node, label);
+      } else if (type == "Where") {
+        expectInputs(node, 3, 3);
+        define(node, g.where(opName(node), value(node.input(0), label), value(node.input(1), label),
+                             value(node.input(2), label)));
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -642,7 +646,7 @@ const char* supportedOnnxOps() {
          "LayerNormalization, Log, LogSoftmax, "
          "MatMul, Mul, Neg, "
          "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
-         "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze";
+         "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

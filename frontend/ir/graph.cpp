@@ -98,6 +98,7 @@ const char* opTypeName(OpType type) {
     case OpType::kSlice: return "Slice";
     case OpType::kGather: return "Gather";
     case OpType::kGatherGrad: return "GatherGrad";
+    case OpType::kWhere: return "Where";
     case OpType::kConv: return "Conv";
     case OpType::kConvGradInput: return "ConvGradInput";
     case OpType::kConvGradWeight: return "ConvGradWeight";
@@ -458,6 +459,23 @@ int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape&
   op.axis = axis;
   const DType dtype = tdy.dtype;
   return append(std::move(op), name + ":out", data_shape, dtype, TensorRole::kGradient);
+}
+
+int Graph::where(const std::string& name, int condition, int x, int y, TensorRole role) {
+  const Tensor& tc = checked(condition, name);
+  const Tensor& tx = checked(x, name);
+  const Tensor& ty = checked(y, name);
+  if (tc.dtype != DType::kBool) shapeError(name, "Where needs a bool condition");
+  if (tx.dtype != ty.dtype) shapeError(name, "Where's branches have different dtypes");
+  Shape out;
+  try {
+    out = broadcastShapes(tc.shape, broadcastShapes(tx.shape, ty.shape));
+  } catch (const Error& error) {
+    shapeError(name, error.what());
+  }
+  Op op = makeOp(name, OpType::kWhere, {condition, x, y});
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
 int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {

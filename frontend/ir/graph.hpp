@@ -64,6 +64,7 @@ enum class OpType {
   kSlice,                    // out = x[start : start + length] along `axis` (start in Op::scalar)
   kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
   kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
+  kWhere,                    // out = condition ? x : y (inputs: condition, x, y; broadcast)
   kConv,                     // 2-D convolution: x [N, C, H, W] * w [M, C/group, KH, KW] -> [N, M, OH, OW]
   kConvGradInput,            // dx of a Conv, from (dy, w)
   kConvGradWeight,           // dw of a Conv, from (x, dy)
@@ -133,6 +134,7 @@ class Graph {
             TensorRole role = TensorRole::kGradient);
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
+  int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);
   int conv(const std::string& name, int x, int w, const ConvGeometry& geometry);
   int convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& geometry);
   int convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& geometry);

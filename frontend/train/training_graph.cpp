@@ -167,6 +167,15 @@ class Backward {
       case OpType::kGather:
         if (needs(a)) accumulate(a, m_graph.gatherGrad(base, dy, b, m_graph.tensor(a).shape, op.axis));
         break;
+      case OpType::kWhere: {
+        // dx = c ? dy : 0 and dy_branch = c ? 0 : dy, each summed to its operand's shape.
+        const int x = op.inputs[1];
+        const int y = op.inputs[2];
+        const int zeros = m_graph.scale(base + ".zeros", dy, 0.0, grad);
+        if (needs(x)) accumulate(x, toShapeOf(m_graph.where(base + "_x", a, dy, zeros, grad), x, base + "_x.sum"));
+        if (needs(y)) accumulate(y, toShapeOf(m_graph.where(base + "_y", a, zeros, dy, grad), y, base + "_y.sum"));
+        break;
+      }
       case OpType::kConv:
         if (needs(a)) accumulate(a, m_graph.convGradInput(base + "_x", dy, b, m_graph.tensor(a).shape, op.conv));
         if (needs(b)) accumulate(b, m_graph.convGradWeight(base + "_w", a, dy, m_graph.tensor(b).shape, op.conv));
@@ -262,6 +271,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
       case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
+      case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {
         std::vector<int> parts;

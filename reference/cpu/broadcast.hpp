@@ -40,6 +40,34 @@ void broadcastBinary(std::span<const T> a, const ir::Shape& a_shape, std::span<c
   }
 }
 
+// out[i] = condition[..] ? x[..] : y[..] over out's shape.
+template <typename T>
+void broadcastSelect(std::span<const int64_t> condition, const ir::Shape& c_shape, std::span<const T> x,
+                     const ir::Shape& x_shape, std::span<const T> y, const ir::Shape& y_shape, std::span<T> out,
+                     const ir::Shape& out_shape) {
+  const std::vector<int64_t> sc = broadcastStrides(c_shape, out_shape);
+  const std::vector<int64_t> sx = broadcastStrides(x_shape, out_shape);
+  const std::vector<int64_t> sy = broadcastStrides(y_shape, out_shape);
+  const size_t rank = out_shape.size();
+  std::vector<int64_t> index(rank, 0);
+  int64_t ic = 0, ix = 0, iy = 0;
+  for (size_t o = 0; o < out.size(); ++o) {
+    out[o] = condition[static_cast<size_t>(ic)] != 0 ? x[static_cast<size_t>(ix)] : y[static_cast<size_t>(iy)];
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out_shape[d]) {
+        ic += sc[d];
+        ix += sx[d];
+        iy += sy[d];
+        break;
+      }
+      ic -= sc[d] * (out_shape[d] - 1);
+      ix -= sx[d] * (out_shape[d] - 1);
+      iy -= sy[d] * (out_shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 // out (of out_shape) = x (of x_shape, a broadcast of out_shape) summed over the
 // broadcast dimensions, adding x's elements in row-major order.
 void reduceSumTo(std::span<const float> x, const ir::Shape& x_shape, std::span<float> out, const ir::Shape& out_shape);

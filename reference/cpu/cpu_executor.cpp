@@ -337,6 +337,15 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       });
       break;
     }
+    case OpType::kWhere:
+      if (TensorValue::isFloating(out.dtype)) {
+        broadcastSelect<float>(in(0).ints, in(0).shape, in(1).floats, in(1).shape, in(2).floats, in(2).shape, y,
+                               out.shape);
+      } else {
+        broadcastSelect<int64_t>(in(0).ints, in(0).shape, in(1).ints, in(1).shape, in(2).ints, in(2).shape, out.ints,
+                                 out.shape);
+      }
+      break;
     case OpType::kConv:
       convForward(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv,
                   m_options.threads);

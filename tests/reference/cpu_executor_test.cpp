@@ -272,6 +272,20 @@ TEST(CpuExecutor, BatchNormTrainsWithBatchStatisticsAndFreezesRunningOnes) {
   EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
 }
 
+TEST(CpuExecutor, WhereRoutesGradientsToTheChosenBranch) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int mask = g.addConstant("mask", {4, 1}, DType::kBool);
+  const int a = g.addWeight("a", {4, 3}, DType::kF32);
+  const int b = g.addWeight("b", {3}, DType::kF32);
+  g.markOutput(g.where("select", mask, a, b));  // broadcast: [4, 1] ? [4, 3] : [3]
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  auto feeds = randomFeeds(graph, 3, 37);
+  feeds["mask"].ints = {1, 0, 1, 0};
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
