@@ -300,6 +300,60 @@ class Importer {
     return attr ? std::vector<int64_t>(attr->ints().begin(), attr->ints().end()) : fallback;
   }
 
+  // SAME_UPPER / SAME_LOWER padding: output = ceil(input / stride), the odd pad at the end
+  // (upper) or the start (lower). Fills pads[d] and pads[d + 2].
+  void samePadding(const std::string& mode, const ir::Shape& x_shape, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                   std::vector<int64_t>& pads) const {
+    const size_t rank = x_shape.size() - 2;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t out = (x_shape[2 + d] + strides[d] - 1) / strides[d];
+      const int64_t span = dilations[d] * (kernel[d] - 1) + 1;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - x_shape[2 + d]);
+      const int64_t small = total / 2;
+      pads[d] = mode == "SAME_UPPER" ? small : total - small;
+      pads[d + rank] = total - pads[d];
+    }
+  }
+
+  void importPool(const onnx::NodeProto& node, const std::string& label, bool max) {
+    expectInputCount(node, 1, 1, label);
+    if (max) {
+      rejectAttributesExcept(
+          node, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+    } else {
+      rejectAttributesExcept(node, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+    }
+    ir::Graph& g = m_result.graph;
+    const int x = value(node.input(0), label);
+    const ir::Shape x_shape = g.tensor(x).shape;
+    if (x_shape.size() < 3) invalid(label + ": pooling needs [N, C, spatial...]");
+    const size_t rank = x_shape.size() - 2;
+    ir::PoolGeometry geometry;
+    geometry.max = max;
+    geometry.kernel = intsAttribute(node, "kernel_shape", {});
+    geometry.strides = intsAttribute(node, "strides", std::vector<int64_t>(rank, 1));
+    geometry.dilations = intsAttribute(node, "dilations", std::vector<int64_t>(rank, 1));
+    geometry.pads = intsAttribute(node, "pads", std::vector<int64_t>(2 * rank, 0));
+    geometry.ceil_mode = intAttribute(node, "ceil_mode", 0) != 0;
+    geometry.count_include_pad = intAttribute(node, "count_include_pad", 0) != 0;
+    geometry.column_major_indices = intAttribute(node, "storage_order", 0) != 0;
+    if (geometry.kernel.size() != rank) invalid(label + ": kernel_shape must have one entry per spatial dimension");
+    const auto* auto_pad = attribute(node, "auto_pad");
+    const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+    if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+      samePadding(mode, x_shape, geometry.kernel, geometry.strides, geometry.dilations, geometry.pads);
+    } else if (mode == "VALID") {
+      geometry.pads.assign(2 * rank, 0);
+    } else if (mode != "NOTSET") {
+      invalid(label + ": unknown auto_pad '" + mode + "'");
+    }
+    const std::string name = opName(node);
+    if (node.output_size() < 1 || node.output_size() > (max ? 2 : 1)) invalid(label + " has a wrong number of outputs");
+    defineOutput(node, 0, g.pool(name, x, geometry));
+    if (node.output_size() == 2) defineOutput(node, 1, g.poolArgmax(name + ".indices", x, geometry));
+  }
+
   // Conv over [N, C, H, W], with an optional bias added as [M, 1, 1].
   void importConv(const onnx::NodeProto& node, const std::string& label) {
     expectInputCount(node, 2, 3, label);
@@ -326,15 +380,7 @@ class Importer {
     const auto* auto_pad = attribute(node, "auto_pad");
     const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
     if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-      // Output = ceil(input / stride); the odd pad goes at the end (upper) or the start (lower).
-      for (size_t d = 0; d < 2; ++d) {
-        const int64_t out = (x_shape[2 + d] + geometry.strides[d] - 1) / geometry.strides[d];
-        const int64_t span = geometry.dilations[d] * (kernel[d] - 1) + 1;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * geometry.strides[d] + span - x_shape[2 + d]);
-        const int64_t small = total / 2;
-        geometry.pads[d] = mode == "SAME_UPPER" ? small : total - small;
-        geometry.pads[d + 2] = total - geometry.pads[d];
-      }
+      samePadding(mode, x_shape, kernel, geometry.strides, geometry.dilations, geometry.pads);
     } else if (mode == "VALID") {
       geometry.pads = {0, 0, 0, 0};
     } else if (mode != "NOTSET") {
@@ -603,6 +649,15 @@ class Importer {
         expectInputs(node, 3, 3);
         define(node, g.where(opName(node), value(node.input(0), label), value(node.input(1), label),
                              value(node.input(2), label)));
+      } else if (type == "MaxPool" || type == "AveragePool") {
+        importPool(node, label, type == "MaxPool");
+      } else if (type == "GlobalAveragePool") {
+        expectInputs(node, 1, 1);
+        const int x = value(node.input(0), label);
+        std::vector<int64_t> spatial;
+        for (size_t d = 2; d < g.tensor(x).shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
+        if (spatial.empty()) invalid(label + ": GlobalAveragePool needs [N, C, spatial...]");
+        define(node, g.reduce(opName(node), x, ir::Reduction::kMean, spatial, true));
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -642,11 +697,11 @@ class Importer {
 }  // namespace
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
-         "LayerNormalization, Log, LogSoftmax, "
-         "MatMul, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, "
-         "SoftmaxCrossEntropyLoss, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+  return "Abs, Add, AveragePool, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
+         "GlobalAveragePool, LayerNormalization, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
+         "NegativeLogLikelihoodLoss, "
+         "Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, Squeeze, "
+         "Sub, Tanh, Transpose, Unsqueeze, Where";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -99,6 +99,9 @@ const char* opTypeName(OpType type) {
     case OpType::kGather: return "Gather";
     case OpType::kGatherGrad: return "GatherGrad";
     case OpType::kWhere: return "Where";
+    case OpType::kPool: return "Pool";
+    case OpType::kPoolGrad: return "PoolGrad";
+    case OpType::kPoolArgmax: return "PoolArgmax";
     case OpType::kConv: return "Conv";
     case OpType::kConvGradInput: return "ConvGradInput";
     case OpType::kConvGradWeight: return "ConvGradWeight";
@@ -476,6 +479,58 @@ int Graph::where(const std::string& name, int condition, int x, int y, TensorRol
   Op op = makeOp(name, OpType::kWhere, {condition, x, y});
   const DType dtype = tx.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
+}
+
+namespace {
+
+Shape poolShape(const Tensor& tx, const PoolGeometry& g, const std::string& name, bool is_float) {
+  if (tx.shape.size() < 3) shapeError(name, "pooling needs [N, C, spatial...], got " + shapeToString(tx.shape));
+  const size_t rank = tx.shape.size() - 2;
+  if (g.kernel.size() != rank || g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank) {
+    shapeError(name, "the pooling geometry does not match " + std::to_string(rank) + " spatial dimensions");
+  }
+  if (!g.max && !is_float) shapeError(name, "average pooling needs a float tensor");
+  Shape out = {tx.shape[0], tx.shape[1]};
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t span = g.dilations[d] * (g.kernel[d] - 1) + 1;
+    const int64_t padded = tx.shape[2 + d] + g.pads[d] + g.pads[d + rank];
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.kernel[d] < 1 || padded < span) {
+      shapeError(name, "the pooling window does not fit the padded input");
+    }
+    int64_t size = (padded - span + (g.ceil_mode ? g.strides[d] - 1 : 0)) / g.strides[d] + 1;
+    // In ceil mode a last window that would start inside the end padding is dropped.
+    if (g.ceil_mode && (size - 1) * g.strides[d] >= tx.shape[2 + d] + g.pads[d]) --size;
+    out.push_back(size);
+  }
+  return out;
+}
+
+}  // namespace
+
+int Graph::pool(const std::string& name, int x, const PoolGeometry& g) {
+  const Tensor& tx = checked(x, name);
+  Shape out = poolShape(tx, g, name, isFloat(tx.dtype));
+  Op op = makeOp(name, OpType::kPool, {x});
+  op.pool = g;
+  const DType dtype = tx.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::poolArgmax(const std::string& name, int x, const PoolGeometry& g) {
+  const Tensor& tx = checked(x, name);
+  if (!g.max || !isFloat(tx.dtype)) shapeError(name, "argmax indices come from float max pooling");
+  Shape out = poolShape(tx, g, name, true);
+  Op op = makeOp(name, OpType::kPoolArgmax, {x});
+  op.pool = g;
+  return append(std::move(op), name + ":out", std::move(out), DType::kInt64, TensorRole::kActivation);
+}
+
+int Graph::poolGrad(const std::string& name, int dy, int x, const PoolGeometry& g) {
+  const Tensor& tx = checked(x, name);
+  checked(dy, name);
+  Op op = makeOp(name, OpType::kPoolGrad, {dy, x});
+  op.pool = g;
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
 }
 
 int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {

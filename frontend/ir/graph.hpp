@@ -65,6 +65,9 @@ enum class OpType {
   kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
   kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
   kWhere,                    // out = condition ? x : y (inputs: condition, x, y; broadcast)
+  kPool,                     // max or average pooling of x [N, C, spatial...] (Op::pool)
+  kPoolArgmax,               // the flattened input index of each max of a max Pool (int64)
+  kPoolGrad,                 // dx of a Pool, from (dy, x)
   kConv,                     // 2-D convolution: x [N, C, H, W] * w [M, C/group, KH, KW] -> [N, M, OH, OW]
   kConvGradInput,            // dx of a Conv, from (dy, w)
   kConvGradWeight,           // dw of a Conv, from (x, dy)
@@ -84,6 +87,18 @@ struct ConvGeometry {
   int64_t group = 1;
 };
 
+// Geometry of a pooling window over r spatial dimensions (pads: r begins, then r ends).
+struct PoolGeometry {
+  bool max = true;  // max pooling, else average
+  std::vector<int64_t> kernel = {1, 1};
+  std::vector<int64_t> strides = {1, 1};
+  std::vector<int64_t> pads = {0, 0, 0, 0};  // top, left, bottom, right
+  std::vector<int64_t> dilations = {1, 1};
+  bool ceil_mode = false;
+  bool count_include_pad = false;     // average: divide by the window inside the padded input
+  bool column_major_indices = false;  // argmax indices count the spatial dims in reverse (ONNX storage_order 1)
+};
+
 struct Op {
   std::string name;
   OpType type = OpType::kAdd;
@@ -99,6 +114,7 @@ struct Op {
   std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]; Reduce: the axes
   bool keepdims = true;                    // Reduce
   ConvGeometry conv;                       // Conv and its gradients
+  PoolGeometry pool;                       // Pool and its gradient
 };
 
 class Graph {
@@ -135,6 +151,9 @@ class Graph {
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
   int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);
+  int pool(const std::string& name, int x, const PoolGeometry& geometry);
+  int poolGrad(const std::string& name, int dy, int x, const PoolGeometry& geometry);
+  int poolArgmax(const std::string& name, int x, const PoolGeometry& geometry);
   int conv(const std::string& name, int x, int w, const ConvGeometry& geometry);
   int convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& geometry);
   int convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& geometry);

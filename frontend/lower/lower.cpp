@@ -420,6 +420,13 @@ class Lowerer {
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;
         break;
+      case OpType::kPool:
+      case OpType::kPoolArgmax:  // each output element reads its window
+        elements = static_cast<uint64_t>(ir::elementCount(out.shape) * ir::elementCount(op.pool.kernel));
+        break;
+      case OpType::kPoolGrad:  // each dy element is spread over its window
+        elements = static_cast<uint64_t>(ir::elementCount(first.shape) * ir::elementCount(op.pool.kernel));
+        break;
       case OpType::kReduce:  // split along dim 0 when it is kept
         elements = static_cast<uint64_t>(ir::elementCount(first.shape));
         kind = program::REDUCTION;

@@ -37,6 +37,9 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kSlice: return 1;       // a copy
     case ir::OpType::kGatherGrad: return 1;  // add each gathered row into the zeroed table
     case ir::OpType::kWhere: return 1;       // select
+    case ir::OpType::kPool:
+    case ir::OpType::kPoolGrad:
+    case ir::OpType::kPoolArgmax: return 1;  // a compare or add per window element (elements count them)
     case ir::OpType::kConv:                  // MXU work (lowerConv)
     case ir::OpType::kConvGradInput:
     case ir::OpType::kConvGradWeight:

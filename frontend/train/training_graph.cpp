@@ -167,6 +167,9 @@ class Backward {
       case OpType::kGather:
         if (needs(a)) accumulate(a, m_graph.gatherGrad(base, dy, b, m_graph.tensor(a).shape, op.axis));
         break;
+      case OpType::kPool:
+        if (needs(a)) accumulate(a, m_graph.poolGrad(base, dy, a, op.pool));
+        break;
       case OpType::kWhere: {
         // dx = c ? dy : 0 and dy_branch = c ? 0 : dy, each summed to its operand's shape.
         const int x = op.inputs[1];
@@ -272,6 +275,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
+      case OpType::kPool: out = graph.pool(op.name, in(0), op.pool); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {
         std::vector<int> parts;

@@ -6,6 +6,7 @@
 #include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/conv.hpp"
 #include "reference/cpu/kernels.hpp"
+#include "reference/cpu/pool.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 
@@ -346,6 +347,15 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
                                  out.shape);
       }
       break;
+    case OpType::kPool:
+      if (TensorValue::isFloating(out.dtype)) {
+        poolForward<float>(in(0).floats, in(0).shape, y, out.shape, op.pool);
+      } else {
+        poolForward<int64_t>(in(0).ints, in(0).shape, out.ints, out.shape, op.pool);
+      }
+      break;
+    case OpType::kPoolArgmax: poolArgmax(in(0).floats, in(0).shape, out.ints, out.shape, op.pool); break;
+    case OpType::kPoolGrad: poolGrad(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, op.pool); break;
     case OpType::kConv:
       convForward(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv,
                   m_options.threads);

@@ -140,7 +140,9 @@ std::map<std::string, ir::TensorValue> randomFeeds(const ir::Graph& graph, int64
 
 // Recovers each weight's gradient from its SGD update and compares it with central differences
 // of the loss; returns how many weights were checked.
-int expectGradientsMatch(const ir::Graph& graph, const std::map<std::string, ir::TensorValue>& feeds, float rate) {
+// `step` is the finite-difference step; keep it below the gaps between competing maxima.
+int expectGradientsMatch(const ir::Graph& graph, const std::map<std::string, ir::TensorValue>& feeds, float rate,
+                         float step = 1e-2f) {
   const CpuExecutor executor(graph, CpuOptions{});
   const auto values = executor.run(feeds);
   const auto lossOf = [&](const std::map<std::string, ir::TensorValue>& inputs) {
@@ -155,9 +157,9 @@ int expectGradientsMatch(const ir::Graph& graph, const std::map<std::string, ir:
       const double analytic = (feeds.at(weight).floats[i] - values[static_cast<size_t>(t.id)].floats[i]) / rate;
       auto plus = feeds;
       auto minus = feeds;
-      plus[weight].floats[i] += 1e-2f;
-      minus[weight].floats[i] -= 1e-2f;
-      const double numeric = (lossOf(plus) - lossOf(minus)) / 2e-2;
+      plus[weight].floats[i] += step;
+      minus[weight].floats[i] -= step;
+      const double numeric = (lossOf(plus) - lossOf(minus)) / (2.0 * step);
       EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
     }
   }
@@ -284,6 +286,29 @@ TEST(CpuExecutor, WhereRoutesGradientsToTheChosenBranch) {
   auto feeds = randomFeeds(graph, 3, 37);
   feeds["mask"].ints = {1, 0, 1, 0};
   EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+}
+
+TEST(CpuExecutor, PoolAndConvGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {2, 2, 6, 5}, DType::kF32, ir::TensorRole::kInput);
+  ir::ConvGeometry conv;
+  conv.pads = {1, 0, 1, 1};
+  conv.strides = {1, 2};
+  const int c = g.conv("conv", x, g.addWeight("w", {4, 2, 3, 2}, DType::kF32), conv);  // [2, 4, 6, 3]
+  ir::PoolGeometry max_pool;
+  max_pool.kernel = {2, 2};
+  max_pool.strides = {2, 1};
+  max_pool.pads = {0, 1, 0, 0};
+  ir::PoolGeometry avg_pool = max_pool;
+  avg_pool.max = false;
+  avg_pool.count_include_pad = true;
+  const int pooled = g.add("sum", g.pool("max", c, max_pool), g.pool("avg", c, avg_pool));  // [2, 4, 3, 3]
+  g.markOutput(g.reshape("flat", pooled, {2, 36}));
+  model.batch = 2;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  // A small step: a larger one lets a perturbed weight swap which element of a window is the max.
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 36, 41), 0.1f, 1e-3f), 1);
 }
 
 TEST(CpuExecutor, SgdUpdateIsExact) {

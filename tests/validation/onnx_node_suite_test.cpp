@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "frontend/import/onnx_import.hpp"
@@ -113,6 +114,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   int of_supported_ops = 0;
   int passed = 0;
   int older_opset = 0;
+  int relabelled = 0;
   std::map<std::string, int> passed_by_op;
   for (const fs::path& dir : cases) {
     if (!fs::exists(dir / "model.onnx")) continue;
@@ -126,14 +128,29 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
     for (const auto& import : proto.opset_import()) {
       if (import.domain().empty() || import.domain() == "ai.onnx") opset = import.version();
     }
+    onnx::ModelProto runnable = proto;
     if (opset < kOldestOnnxOpset) {
-      ++older_opset;
-      continue;
+      // An older case still tests tpusim when each of its ops resolves to the same
+      // version at its opset as at opset 13: then it is an opset-13 model in all but name.
+      bool same = true;
+      for (const std::string& op : ops) {
+        const auto* old_schema = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(opset), "");
+        const auto* new_schema = onnx::OpSchemaRegistry::Schema(op, static_cast<int>(kOldestOnnxOpset), "");
+        same = same && old_schema && new_schema && old_schema->since_version() == new_schema->since_version();
+      }
+      if (!same) {
+        ++older_opset;
+        continue;
+      }
+      for (auto& import : *runnable.mutable_opset_import()) {
+        if (import.domain().empty() || import.domain() == "ai.onnx") import.set_version(kOldestOnnxOpset);
+      }
+      ++relabelled;
     }
     ++of_supported_ops;
     std::string problem;
     try {
-      problem = runCase(dir, proto);
+      problem = runCase(dir, runnable);
     } catch (const Error& error) {
       problem = error.what();
     }
@@ -144,9 +161,10 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
       ADD_FAILURE() << dir.filename().string() << ": " << problem;
     }
   }
-  std::cout << "ONNX node tests: " << total << " cases, " << of_supported_ops
-            << " use only supported ops at opset >= " << kOldestOnnxOpset << ", " << passed << " passed; "
-            << older_opset << " more use supported ops at an older opset, which tpusim does not read\n";
+  std::cout << "ONNX node tests: " << total << " cases; " << of_supported_ops << " use only supported ops ("
+            << relabelled << " of them at an older opset whose op versions are opset " << kOldestOnnxOpset << "'s); "
+            << passed << " passed; " << older_opset << " more use supported ops in versions older than opset "
+            << kOldestOnnxOpset << "'s, not read\n";
   for (const auto& [op, count] : passed_by_op) std::cout << "  " << op << ": " << count << " passed\n";
   EXPECT_GT(of_supported_ops, 0);
   EXPECT_EQ(passed, of_supported_ops);
