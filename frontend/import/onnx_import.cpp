@@ -63,6 +63,12 @@ void rejectAttributesExcept(const onnx::NodeProto& node, const std::set<std::str
   }
 }
 
+int64_t elementCountOf(const onnx::TensorProto& tensor) {
+  int64_t count = 1;
+  for (int64_t dim : tensor.dims()) count *= dim;
+  return count;
+}
+
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested,
@@ -109,7 +115,15 @@ class Importer {
     ir::Shape shape(init.dims().begin(), init.dims().end());
     const DType dtype = fromOnnxType(init.data_type(), "initializer '" + init.name() + "'");
     m_values[init.name()] = m_result.graph.addWeight(init.name(), shape, dtype);
-    m_result.initializers.emplace(init.name(), decodeOnnxTensor(init));
+    // A shape-only trace keeps an initializer's shape but not its values: timing needs
+    // no values, and the reference executor then asks for them by name.
+    const bool shape_only = !init.has_raw_data() && init.float_data_size() == 0 && init.int32_data_size() == 0 &&
+                            init.int64_data_size() == 0 && init.double_data_size() == 0 && elementCountOf(init) > 0;
+    if (shape_only) {
+      m_result.shape_only_weights = true;
+    } else {
+      m_result.initializers.emplace(init.name(), decodeOnnxTensor(init));
+    }
   }
 
   void addGraphInput(const onnx::ValueInfoProto& input) {

@@ -36,6 +36,7 @@ struct ImportedModel {
   int64_t batch = 0;                                    // the batch size the graph was built for
   bool has_loss = false;                                // the model computes its own loss (SoftmaxCrossEntropyLoss)
   std::map<std::string, ir::TensorValue> initializers;  // weight values by tensor name
+  bool shape_only_weights = false;                      // some initializers carry shapes but no values
 };
 
 // The ops the importer understands, for error messages and docs.

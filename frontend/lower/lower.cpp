@@ -304,7 +304,9 @@ class Lowerer {
 
   // A convolution runs on the MXUs as an implicit GEMM, one per group:
   //   forward      y[N*OH*OW, M/g]      = im2col(x)[N*OH*OW, C/g*KH*KW] x w^T
-  //   input grad   dx[N*H*W, C/g]       = col(dy)[N*H*W, M/g*KH*KW]      x w
+  //   input grad   cols[N*OH*OW, C/g*KH*KW] = dy[N*OH*OW, M/g] x w, then col2im adds the
+  //                columns into dx (the same MACs as the forward pass; the col2im adds are
+  //                not charged to the vector unit yet)
   //   weight grad  dw[M/g, C/g*KH*KW]   = dy^T[M/g, N*OH*OW]             x im2col(x)
   // The GEMM's rows are split over the cores; operands laid out along those rows
   // (the image batch, or dy's channels for the weight gradient) split with them.
@@ -325,13 +327,12 @@ class Lowerer {
     const uint64_t out_per_group = static_cast<uint64_t>(w[0]) / g;
     const uint64_t window = static_cast<uint64_t>(w[2] * w[3]);
     const uint64_t out_pixels = static_cast<uint64_t>(y[2] * y[3]);
-    const uint64_t in_pixels = static_cast<uint64_t>(x[2] * x[3]);
     uint64_t m = 0, k = 0, n = 0;
     bool split_first = true;  // the first input splits with the rows; the second loads whole
     bool split_second = false;
     switch (op.type) {
       case OpType::kConv: m = batch * out_pixels, k = in_per_group * window, n = out_per_group; break;
-      case OpType::kConvGradInput: m = batch * in_pixels, k = out_per_group * window, n = in_per_group; break;
+      case OpType::kConvGradInput: m = batch * out_pixels, k = out_per_group, n = in_per_group * window; break;
       default:  // weight gradient: rows are output channels, found in dy (the second input)
         m = out_per_group, k = batch * out_pixels, n = in_per_group * window;
         split_first = false;

@@ -140,3 +140,33 @@ def test_summary_matches_golden(tpusim_bin, mlp_path, tmp_path, golden, args):
     assert result.returncode == 0, result.stderr
     summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
     assert summary == (GOLDEN / golden).read_text()
+
+
+def mxu_flops_by_type(report):
+    flops = {}
+    for op in report["ops"]:
+        if op["unit_kind"] == "mxu":
+            flops[op["type"]] = flops.get(op["type"], 0) + op["flops"]
+    return flops
+
+
+def test_resnet50_trace_trains_at_batch_1(tpusim_bin, tmp_path):
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "1", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    flops = mxu_flops_by_type(json.loads((tmp_path / "report.json").read_text()))
+    # torchvision's model card gives ResNet-50 4.09 GFLOPS per 224x224 image, counted as
+    # multiply-adds: 2 x 4.09e9 flops of convolutions forward, and as many for the weight gradient.
+    assert flops["Conv"] == pytest.approx(2 * 4.09e9, rel=5e-3)
+    assert flops["ConvGradWeight"] == flops["Conv"]
+    # The input gradient skips the first convolution (the image needs none):
+    # 64 x 3 x 7 x 7 weights over 112 x 112 outputs = 118,013,952 multiply-adds.
+    assert flops["ConvGradInput"] == flops["Conv"] - 2 * 118013952
+
+
+def test_resnet50_at_a_batch_beyond_vmem_is_a_clear_error(tpusim_bin, tmp_path):
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "8", "--out", str(tmp_path))
+    assert result.returncode == 5
+    assert "of VMEM" in result.stderr and "tiling" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
