@@ -6,7 +6,7 @@
 #
 #   scripts/setup.sh                 # everything
 #   TPUSIM_SKIP_RUN=1 scripts/setup.sh   # install and build only (CI)
-#   TPUSIM_WITH_TORCH=1 scripts/setup.sh # also python3-torch, to regenerate traces/*.onnx
+#   TPUSIM_WITH_TORCH=1 scripts/setup.sh # also python3-torch(vision), to regenerate traces/*.onnx
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,7 +27,7 @@ packages=(
   libonnx-testdata
 )
 if [[ "${TPUSIM_WITH_TORCH:-0}" == 1 ]]; then
-  packages+=(python3-torch)
+  packages+=(python3-torch python3-torchvision)
 fi
 
 missing=()
