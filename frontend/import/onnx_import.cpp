@@ -475,6 +475,89 @@ class Importer {
     }
   }
 
+  // Slice (opset 13): starts, ends and the optional axes and steps are constant inputs;
+  // out-of-range starts and ends clamp as numpy's do.
+  void importSlice(const onnx::NodeProto& node, const std::string& label) {
+    expectInputCount(node, 3, 5, label);
+    rejectAttributesExcept(node, {});
+    ir::Graph& g = m_result.graph;
+    const int x = value(node.input(0), label);
+    const ir::Shape shape = g.tensor(x).shape;
+    const auto rank = static_cast<int64_t>(shape.size());
+    const std::vector<int64_t> starts = constantInts(node, 1, label);
+    const std::vector<int64_t> ends = constantInts(node, 2, label);
+    std::vector<int64_t> axes;
+    if (node.input_size() > 3 && !node.input(3).empty()) {
+      axes = constantInts(node, 3, label);
+    } else {
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    }
+    std::vector<int64_t> steps(starts.size(), 1);
+    if (node.input_size() > 4 && !node.input(4).empty()) steps = constantInts(node, 4, label);
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+      invalid(label + ": starts, ends, axes and steps must have the same length");
+    }
+    std::vector<int64_t> first(shape.size(), 0);
+    std::vector<int64_t> stride(shape.size(), 1);
+    ir::Shape out = shape;
+    std::vector<bool> seen(shape.size(), false);
+    for (size_t i = 0; i < starts.size(); ++i) {
+      const int64_t axis = normalizeAxis(axes[i], rank, label);
+      if (seen[static_cast<size_t>(axis)]) invalid(label + ": axis " + std::to_string(axis) + " is repeated");
+      seen[static_cast<size_t>(axis)] = true;
+      const int64_t dim = shape[static_cast<size_t>(axis)];
+      const int64_t step = steps[i];
+      if (step == 0) invalid(label + ": a step is 0");
+      int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+      int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+      if (step > 0) {
+        start = std::clamp<int64_t>(start, 0, dim);
+        end = std::clamp<int64_t>(end, 0, dim);
+      } else {
+        start = std::clamp<int64_t>(start, 0, dim - 1);
+        end = std::clamp<int64_t>(end, -1, dim - 1);
+      }
+      const int64_t length = step > 0 ? (end - start + step - 1) / step : (start - end + (-step) - 1) / (-step);
+      out[static_cast<size_t>(axis)] = std::max<int64_t>(0, length);
+      first[static_cast<size_t>(axis)] = out[static_cast<size_t>(axis)] == 0 ? 0 : start;
+      stride[static_cast<size_t>(axis)] = step;
+    }
+    define(node, g.stridedSlice(opName(node), x, first, stride, out));
+  }
+
+  // Split (opset 13) along `axis` into the given sizes (a constant input) or equal parts.
+  void importSplit(const onnx::NodeProto& node, const std::string& label) {
+    expectInputCount(node, 1, 2, label);
+    rejectAttributesExcept(node, {"axis"});
+    ir::Graph& g = m_result.graph;
+    const int x = value(node.input(0), label);
+    const ir::Shape shape = g.tensor(x).shape;
+    const int64_t axis = normalizeAxis(intAttribute(node, "axis", 0), static_cast<int64_t>(shape.size()), label);
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    std::vector<int64_t> sizes;
+    if (node.input_size() == 2 && !node.input(1).empty()) {
+      sizes = constantInts(node, 1, label);
+    } else {
+      const int64_t parts = node.output_size();
+      if (parts == 0 || dim % parts != 0)
+        invalid(label + ": dimension " + std::to_string(dim) + " does not split into " + std::to_string(parts) +
+                " equal parts");
+      sizes.assign(static_cast<size_t>(parts), dim / parts);
+    }
+    if (static_cast<int>(sizes.size()) != node.output_size())
+      invalid(label + ": split sizes and outputs differ in number");
+    int64_t start = 0;
+    const std::string name = opName(node);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] < 0) invalid(label + ": a split size is negative");
+      if (start + sizes[i] > dim) invalid(label + ": split sizes exceed the dimension");
+      defineOutput(node, static_cast<int>(i),
+                   g.slice(name + "." + std::to_string(i), x, axis, start, sizes[i], ir::TensorRole::kActivation));
+      start += sizes[i];
+    }
+    if (start != dim) invalid(label + ": split sizes do not add up to the dimension");
+  }
+
   // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
   void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
     ir::Graph& g = m_result.graph;
@@ -672,6 +755,10 @@ class Importer {
         for (size_t d = 2; d < g.tensor(x).shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
         if (spatial.empty()) invalid(label + ": GlobalAveragePool needs [N, C, spatial...]");
         define(node, g.reduce(opName(node), x, ir::Reduction::kMean, spatial, true));
+      } else if (type == "Slice") {
+        importSlice(node, label);
+      } else if (type == "Split") {
+        importSplit(node, label);
       } else if (type == "Transpose") {
         expectInputs(node, 1, 1);
         rejectAttributesExcept(node, {"perm"});
@@ -714,8 +801,8 @@ const char* supportedOnnxOps() {
   return "Abs, Add, AveragePool, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
          "GlobalAveragePool, LayerNormalization, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
          "NegativeLogLikelihoodLoss, "
-         "Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Softmax, SoftmaxCrossEntropyLoss, Sqrt, Squeeze, "
-         "Sub, Tanh, Transpose, Unsqueeze, Where";
+         "Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, "
+         "Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

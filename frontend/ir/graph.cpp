@@ -96,6 +96,7 @@ const char* opTypeName(OpType type) {
     case OpType::kBroadcastTo: return "BroadcastTo";
     case OpType::kConcat: return "Concat";
     case OpType::kSlice: return "Slice";
+    case OpType::kSliceGrad: return "SliceGrad";
     case OpType::kGather: return "Gather";
     case OpType::kGatherGrad: return "GatherGrad";
     case OpType::kWhere: return "Where";
@@ -431,11 +432,36 @@ int Graph::slice(const std::string& name, int x, int64_t axis, int64_t start, in
   }
   Shape out = tx.shape;
   out[static_cast<size_t>(axis)] = length;
+  std::vector<int64_t> starts(tx.shape.size(), 0);
+  starts[static_cast<size_t>(axis)] = start;
+  return stridedSlice(name, x, std::move(starts), std::vector<int64_t>(tx.shape.size(), 1), std::move(out), role);
+}
+
+int Graph::stridedSlice(const std::string& name, int x, std::vector<int64_t> starts, std::vector<int64_t> steps,
+                        Shape shape, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  const size_t rank = tx.shape.size();
+  if (starts.size() != rank || steps.size() != rank || shape.size() != rank) shapeError(name, "slice rank mismatch");
+  for (size_t d = 0; d < rank; ++d) {
+    if (shape[d] == 0) continue;
+    const int64_t last = starts[d] + (shape[d] - 1) * steps[d];
+    if (steps[d] == 0 || starts[d] < 0 || starts[d] >= tx.shape[d] || last < 0 || last >= tx.shape[d]) {
+      shapeError(name, "slice reads outside " + shapeToString(tx.shape));
+    }
+  }
   Op op = makeOp(name, OpType::kSlice, {x});
-  op.axis = axis;
-  op.scalar = static_cast<double>(start);
+  op.starts = std::move(starts);
+  op.steps = std::move(steps);
   const DType dtype = tx.dtype;
-  return append(std::move(op), name + ":out", std::move(out), dtype, role);
+  return append(std::move(op), name + ":out", std::move(shape), dtype, role);
+}
+
+int Graph::sliceGrad(const std::string& name, int dy, const Op& slice, const Shape& x_shape) {
+  const DType dtype = checked(dy, name).dtype;
+  Op op = makeOp(name, OpType::kSliceGrad, {dy});
+  op.starts = slice.starts;
+  op.steps = slice.steps;
+  return append(std::move(op), name + ":out", x_shape, dtype, TensorRole::kGradient);
 }
 
 int Graph::gather(const std::string& name, int data, int indices, int64_t axis) {

@@ -61,7 +61,8 @@ enum class OpType {
   kReduce,                   // out = sum or mean of x over Op::perm's axes (kept as 1s if keepdims)
   kBroadcastTo,              // out = x broadcast to the output's shape
   kConcat,                   // out = the inputs joined along `axis`
-  kSlice,                    // out = x[start : start + length] along `axis` (start in Op::scalar)
+  kSlice,                    // out[i] = x[starts + i * steps] per dimension (Op::starts, Op::steps)
+  kSliceGrad,                // dx = zeros of x's shape with dy placed where the Slice read
   kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
   kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
   kWhere,                    // out = condition ? x : y (inputs: condition, x, y; broadcast)
@@ -113,6 +114,8 @@ struct Op {
   UnaryKind unary = UnaryKind::kAbs;       // Unary, UnaryGrad
   std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]; Reduce: the axes
   bool keepdims = true;                    // Reduce
+  std::vector<int64_t> starts;             // Slice, SliceGrad: first index per dimension
+  std::vector<int64_t> steps;              // Slice, SliceGrad: stride per dimension (negative walks back)
   ConvGeometry conv;                       // Conv and its gradients
   PoolGeometry pool;                       // Pool and its gradient
 };
@@ -148,6 +151,10 @@ class Graph {
   int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis);
   int slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length,
             TensorRole role = TensorRole::kGradient);
+  // out has `shape`; out[i] reads x[starts[d] + i[d] * steps[d]], every index inside x.
+  int stridedSlice(const std::string& name, int x, std::vector<int64_t> starts, std::vector<int64_t> steps, Shape shape,
+                   TensorRole role = TensorRole::kActivation);
+  int sliceGrad(const std::string& name, int dy, const Op& slice, const Shape& x_shape);
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
   int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);

@@ -34,7 +34,8 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kReduce: return 1;     // add into the accumulator (mean: one scale per output, not counted)
     case ir::OpType::kBroadcastTo:
     case ir::OpType::kConcat:
-    case ir::OpType::kSlice: return 1;       // a copy
+    case ir::OpType::kSlice:
+    case ir::OpType::kSliceGrad: return 1;   // a copy
     case ir::OpType::kGatherGrad: return 1;  // add each gathered row into the zeroed table
     case ir::OpType::kWhere: return 1;       // select
     case ir::OpType::kPool:

@@ -154,6 +154,9 @@ class Backward {
       case OpType::kBroadcastTo:
         if (needs(a)) accumulate(a, toShapeOf(dy, a, base));
         break;
+      case OpType::kSlice:
+        if (needs(a)) accumulate(a, m_graph.sliceGrad(base, dy, op, m_graph.tensor(a).shape));
+        break;
       case OpType::kConcat: {
         int64_t start = 0;
         for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -273,6 +276,9 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
       case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
+      case OpType::kSlice:
+        out = graph.stridedSlice(op.name, in(0), op.starts, op.steps, source.tensor(op.outputs[0]).shape);
+        break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
       case OpType::kPool: out = graph.pool(op.name, in(0), op.pool); break;

@@ -133,6 +133,32 @@ int64_t innerOf(const ir::Shape& shape, int64_t axis) {
   return ir::elementCount(ir::Shape(shape.begin() + axis + 1, shape.end()));
 }
 
+// Calls visit(x_index, out_index) for every element a strided slice of x reads.
+template <typename Visit>
+void forEachSliced(const ir::Shape& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
+                   const ir::Shape& out_shape, Visit visit) {
+  const size_t rank = x_shape.size();
+  if (ir::elementCount(out_shape) == 0) return;
+  std::vector<int64_t> x_strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) x_strides[d - 1] = x_strides[d] * x_shape[d];
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) base += starts[d] * x_strides[d];
+  std::vector<int64_t> index(rank, 0);
+  int64_t at = base;
+  const auto count = static_cast<size_t>(ir::elementCount(out_shape));
+  for (size_t o = 0; o < count; ++o) {
+    visit(static_cast<size_t>(at), o);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < out_shape[d]) {
+        at += steps[d] * x_strides[d];
+        break;
+      }
+      at -= steps[d] * x_strides[d] * (out_shape[d] - 1);
+      index[d] = 0;
+    }
+  }
+}
+
 // Visits every (outer, index position, inner block) of a gather along `axis`;
 // visit(data_offset, out_offset, inner) with element offsets. Checks each index.
 template <typename Visit>
@@ -311,14 +337,19 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       }
       break;
     }
-    case OpType::kSlice: {
-      const TensorValue& x = in(0);
-      const int64_t len = out.shape[static_cast<size_t>(op.axis)];
-      const auto start = static_cast<int64_t>(op.scalar);
-      copyAlongAxis(x.floats, outerOf(x.shape, op.axis), x.shape[static_cast<size_t>(op.axis)], start,
-                    innerOf(x.shape, op.axis), y, len, 0, len);
+    case OpType::kSlice:
+      forEachSliced(in(0).shape, op.starts, op.steps, out.shape, [&](size_t from, size_t to) {
+        if (TensorValue::isFloating(out.dtype)) {
+          out.floats[to] = in(0).floats[from];
+        } else {
+          out.ints[to] = in(0).ints[from];
+        }
+      });
       break;
-    }
+    case OpType::kSliceGrad:
+      forEachSliced(out.shape, op.starts, op.steps, in(0).shape,
+                    [&](size_t to, size_t from) { y[to] += in(0).floats[from]; });
+      break;
     case OpType::kGather: {
       const TensorValue& data = in(0);
       forEachGathered(data.shape, in(1).ints, op.axis, [&](int64_t from, int64_t to, int64_t inner) {

@@ -311,6 +311,22 @@ TEST(CpuExecutor, PoolAndConvGradientsMatchFiniteDifferences) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 36, 41), 0.1f, 1e-3f), 1);
 }
 
+TEST(CpuExecutor, SliceGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int w = g.addWeight("w", {5, 6}, DType::kF32);
+  // Rows 4, 2, 0 (step -2) and columns 1..3, then two halves of the columns of w.
+  const int picked = g.stridedSlice("pick", w, {4, 1}, {-2, 1}, {3, 3});
+  const int left = g.slice("left", w, 1, 0, 3, ir::TensorRole::kActivation);
+  const int right = g.slice("right", w, 1, 3, 3, ir::TensorRole::kActivation);
+  const int rows = g.add("sum", g.slice("top", left, 0, 0, 3, ir::TensorRole::kActivation),
+                         g.slice("bottom", right, 0, 2, 3, ir::TensorRole::kActivation));
+  g.markOutput(g.binary(ir::OpType::kMul, "mix", picked, rows));
+  model.batch = 3;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 3, 43), 0.1f), 1);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
