@@ -31,6 +31,8 @@ DType fromOnnxType(int32_t type, const std::string& what) {
     case onnx::TensorProto::UINT8: return DType::kUInt8;
     case onnx::TensorProto::INT32: return DType::kInt32;
     case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::UINT32: return DType::kUInt32;
+    case onnx::TensorProto::UINT64: return DType::kUInt64;
     case onnx::TensorProto::BOOL: return DType::kBool;
     default: break;
   }
@@ -742,6 +744,9 @@ class Importer {
         importConv(node, label);
       } else if (type == "BatchNormalization") {
         importBatchNorm(node, label);
+      } else if (type == "Pow") {
+        expectInputs(node, 2, 2);
+        define(node, g.pow(opName(node), value(node.input(0), label), value(node.input(1), label)));
       } else if (type == "Where") {
         expectInputs(node, 3, 3);
         define(node, g.where(opName(node), value(node.input(0), label), value(node.input(1), label),
@@ -800,7 +805,7 @@ class Importer {
 const char* supportedOnnxOps() {
   return "Abs, Add, AveragePool, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
          "GlobalAveragePool, LayerNormalization, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, "
+         "NegativeLogLikelihoodLoss, Pow, "
          "Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, "
          "Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }

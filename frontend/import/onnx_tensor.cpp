@@ -78,6 +78,24 @@ ir::TensorValue decodeOnnxTensor(const onnx::TensorProto& tensor) {
         value.ints.assign(tensor.int64_data().begin(), tensor.int64_data().end());
       }
       break;
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT64: {
+      // ONNX keeps both in uint64_data; values above 2^63 do not occur in models tpusim reads.
+      const bool wide = tensor.data_type() == onnx::TensorProto::UINT64;
+      value.dtype = wide ? DType::kUInt64 : DType::kUInt32;
+      if (raw) {
+        if (wide) {
+          for (uint64_t v : rawValues<uint64_t>(tensor.raw_data(), count, name))
+            value.ints.push_back(static_cast<int64_t>(v));
+        } else {
+          for (uint32_t v : rawValues<uint32_t>(tensor.raw_data(), count, name)) value.ints.push_back(v);
+        }
+      } else {
+        checkCount(tensor.uint64_data(), count, name);
+        for (uint64_t v : tensor.uint64_data()) value.ints.push_back(static_cast<int64_t>(v));
+      }
+      break;
+    }
     case onnx::TensorProto::INT32:
     case onnx::TensorProto::INT8:
     case onnx::TensorProto::UINT8:

@@ -100,6 +100,8 @@ const char* opTypeName(OpType type) {
     case OpType::kGather: return "Gather";
     case OpType::kGatherGrad: return "GatherGrad";
     case OpType::kWhere: return "Where";
+    case OpType::kPow: return "Pow";
+    case OpType::kPowGrad: return "PowGrad";
     case OpType::kPool: return "Pool";
     case OpType::kPoolGrad: return "PoolGrad";
     case OpType::kPoolArgmax: return "PoolArgmax";
@@ -488,6 +490,29 @@ int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape&
   op.axis = axis;
   const DType dtype = tdy.dtype;
   return append(std::move(op), name + ":out", data_shape, dtype, TensorRole::kGradient);
+}
+
+int Graph::pow(const std::string& name, int a, int b) {
+  const Tensor& ta = checked(a, name);
+  const Tensor& tb = checked(b, name);
+  if (ta.dtype == DType::kBool || tb.dtype == DType::kBool) shapeError(name, "Pow of booleans");
+  Shape out;
+  try {
+    out = broadcastShapes(ta.shape, tb.shape);
+  } catch (const Error& error) {
+    shapeError(name, error.what());
+  }
+  Op op = makeOp(name, OpType::kPow, {a, b});
+  const DType dtype = ta.dtype;
+  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::powGrad(const std::string& name, int dy, const Op& pow, bool of_exponent) {
+  const Tensor& tdy = checked(dy, name);
+  Op op = makeOp(name, OpType::kPowGrad, {dy, pow.inputs[0], pow.inputs[1], pow.outputs[0]});
+  op.axis = of_exponent ? 1 : 0;
+  const DType dtype = tdy.dtype;
+  return append(std::move(op), name + ":out", tdy.shape, dtype, TensorRole::kGradient);
 }
 
 int Graph::where(const std::string& name, int condition, int x, int y, TensorRole role) {

@@ -66,6 +66,8 @@ enum class OpType {
   kGather,                   // out = data indexed along `axis` by integer indices (negative ones wrap)
   kGatherGrad,               // ddata = zeros of data's shape with dy added at the gathered places (dy, indices)
   kWhere,                    // out = condition ? x : y (inputs: condition, x, y; broadcast)
+  kPow,                      // out = a ^ b (broadcast; b may have another dtype; out has a's)
+  kPowGrad,                  // from (dy, a, b, out): da (axis 0) or db (axis 1), at out's shape
   kPool,                     // max or average pooling of x [N, C, spatial...] (Op::pool)
   kPoolArgmax,               // the flattened input index of each max of a max Pool (int64)
   kPoolGrad,                 // dx of a Pool, from (dy, x)
@@ -157,6 +159,8 @@ class Graph {
   int sliceGrad(const std::string& name, int dy, const Op& slice, const Shape& x_shape);
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
+  int pow(const std::string& name, int a, int b);
+  int powGrad(const std::string& name, int dy, const Op& pow, bool of_exponent);
   int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);
   int pool(const std::string& name, int x, const PoolGeometry& geometry);
   int poolGrad(const std::string& name, int dy, int x, const PoolGeometry& geometry);

@@ -23,6 +23,8 @@ program::DType toProgramDType(DType dtype) {
     case DType::kUInt8: return program::UINT8;
     case DType::kInt32: return program::INT32;
     case DType::kInt64: return program::INT64;
+    case DType::kUInt32: return program::UINT32;
+    case DType::kUInt64: return program::UINT64;
     case DType::kBool: return program::BOOL;
   }
   return program::DTYPE_UNSPECIFIED;

@@ -173,6 +173,10 @@ class Backward {
       case OpType::kPool:
         if (needs(a)) accumulate(a, m_graph.poolGrad(base, dy, a, op.pool));
         break;
+      case OpType::kPow:
+        if (needs(a)) accumulate(a, toShapeOf(m_graph.powGrad(base + "_a", dy, op, false), a, base + "_a.sum"));
+        if (needs(b)) accumulate(b, toShapeOf(m_graph.powGrad(base + "_b", dy, op, true), b, base + "_b.sum"));
+        break;
       case OpType::kWhere: {
         // dx = c ? dy : 0 and dy_branch = c ? 0 : dy, each summed to its operand's shape.
         const int x = op.inputs[1];
@@ -281,6 +285,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
         break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
+      case OpType::kPow: out = graph.pow(op.name, in(0), in(1)); break;
       case OpType::kPool: out = graph.pool(op.name, in(0), op.pool); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {

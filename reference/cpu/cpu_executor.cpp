@@ -33,9 +33,15 @@ int64_t wrapTo(DType dtype, int64_t value) {
     case DType::kUInt8: return static_cast<uint8_t>(value);
     case DType::kInt8: return static_cast<int8_t>(value);
     case DType::kInt32: return static_cast<int32_t>(value);
+    case DType::kUInt32: return static_cast<uint32_t>(value);
     case DType::kBool: return value != 0;
     default: return value;
   }
+}
+
+std::vector<double> asDoubles(const TensorValue& value) {
+  if (TensorValue::isFloating(value.dtype)) return {value.floats.begin(), value.floats.end()};
+  return {value.ints.begin(), value.ints.end()};
 }
 
 void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
@@ -367,6 +373,41 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       forEachGathered(out.shape, in(1).ints, op.axis, [&](int64_t to, int64_t from, int64_t inner) {
         for (int64_t e = 0; e < inner; ++e) y[static_cast<size_t>(to + e)] += dy[static_cast<size_t>(from + e)];
       });
+      break;
+    }
+    case OpType::kPow: {
+      // In double, then to a's dtype (integers truncate, as a cast of the float result would).
+      const TensorValue& a = in(0);
+      const TensorValue& b = in(1);
+      const std::vector<double> av = asDoubles(a);
+      const std::vector<double> bv = asDoubles(b);
+      std::vector<double> result(static_cast<size_t>(ir::elementCount(out.shape)));
+      broadcastBinary<double>(av, a.shape, bv, b.shape, result, out.shape,
+                              [](double x, double e) { return std::pow(x, e); });
+      for (size_t i = 0; i < result.size(); ++i) {
+        if (TensorValue::isFloating(out.dtype)) {
+          y[i] = static_cast<float>(result[i]);
+        } else {
+          out.ints[i] = wrapTo(out.dtype, static_cast<int64_t>(result[i]));
+        }
+      }
+      break;
+    }
+    case OpType::kPowGrad: {
+      // d(a^b)/da = b a^(b-1); d(a^b)/db = a^b ln a; both at the broadcast shape.
+      const TensorValue& a = in(1);
+      const TensorValue& b = in(2);
+      const std::vector<double> av = asDoubles(a);
+      const std::vector<double> bv = asDoubles(b);
+      std::vector<double> local(y.size());
+      if (op.axis == 0) {
+        broadcastBinary<double>(av, a.shape, bv, b.shape, local, out.shape,
+                                [](double x, double e) { return e * std::pow(x, e - 1.0); });
+      } else {
+        broadcastBinary<double>(av, a.shape, bv, b.shape, local, out.shape,
+                                [](double x, double e) { return std::pow(x, e) * std::log(x); });
+      }
+      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(in(0).floats[i] * local[i]);
       break;
     }
     case OpType::kWhere:

@@ -12,7 +12,9 @@ uint32_t dtypeBytes(DType dtype) {
     case DType::kInt8: return 1;
     case DType::kUInt8: return 1;
     case DType::kInt32: return 4;
+    case DType::kUInt32: return 4;
     case DType::kInt64: return 8;
+    case DType::kUInt64: return 8;
     case DType::kBool: return 1;
   }
   return 0;
@@ -26,15 +28,17 @@ const char* dtypeName(DType dtype) {
     case DType::kInt8: return "int8";
     case DType::kUInt8: return "uint8";
     case DType::kInt32: return "int32";
+    case DType::kUInt32: return "uint32";
     case DType::kInt64: return "int64";
+    case DType::kUInt64: return "uint64";
     case DType::kBool: return "bool";
   }
   return "?";
 }
 
 DType parseDType(std::string_view name) {
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kInt64,
-                      DType::kBool}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kUInt8, DType::kInt32,
+                      DType::kUInt32, DType::kInt64, DType::kUInt64, DType::kBool}) {
     if (name == dtypeName(dtype)) return dtype;
   }
   throw Error(ErrorKind::kInvalidConfig, "unknown dtype '" + std::string(name) + "'");

@@ -7,7 +7,7 @@
 
 namespace tpusim {
 
-enum class DType : uint8_t { kF32, kBF16, kF16, kInt8, kUInt8, kInt32, kInt64, kBool };
+enum class DType : uint8_t { kF32, kBF16, kF16, kInt8, kUInt8, kInt32, kUInt32, kInt64, kUInt64, kBool };
 
 uint32_t dtypeBytes(DType dtype);
 const char* dtypeName(DType dtype);

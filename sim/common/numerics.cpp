@@ -76,6 +76,8 @@ float roundTo(DType dtype, float value) {
       return std::clamp(std::nearbyint(value), 0.0f, 255.0f);
     }
     case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kUInt64:
     case DType::kInt64: {
       if (std::isnan(value)) return 0.0f;
       return std::nearbyint(value);

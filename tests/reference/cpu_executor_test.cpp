@@ -327,6 +327,20 @@ TEST(CpuExecutor, SliceGradientsMatchFiniteDifferences) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 3, 43), 0.1f), 1);
 }
 
+TEST(CpuExecutor, PowGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int base = g.addWeight("base", {3, 4}, DType::kF32);
+  const int exponent = g.addWeight("exponent", {4}, DType::kF32);  // broadcast over rows
+  // a^b needs a > 0 for the exponent's gradient (ln a): twice a sigmoid is in (0, 2).
+  const int positive =
+      g.add("positive", g.unary(ir::UnaryKind::kSigmoid, "sig", base), g.unary(ir::UnaryKind::kSigmoid, "sig2", base));
+  g.markOutput(g.pow("pow", positive, exponent));
+  model.batch = 3;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 47), 0.1f), 2);
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);
