@@ -1,0 +1,373 @@
+// The ONNX importer's layer ops: convolution, pooling, normalization, shapes and views.
+#include <algorithm>
+
+#include "frontend/import/onnx_importer.hpp"
+
+namespace tpusim::onnx_detail {
+
+ir::Shape Importer::viewShape(const onnx::NodeProto& node, const std::string& label, const ir::Shape& in) const {
+  const std::string& type = node.op_type();
+  const auto rank = static_cast<int64_t>(in.size());
+  if (type == "Flatten") {
+    expectInputCount(node, 1, 1, label);
+    const int64_t axis = intAttribute(node, "axis", 1);
+    const int64_t split = axis == rank ? rank : normalizeAxis(axis, rank, label);
+    return {ir::elementCount(ir::Shape(in.begin(), in.begin() + split)),
+            ir::elementCount(ir::Shape(in.begin() + split, in.end()))};
+  }
+  if (type == "Reshape") {
+    expectInputCount(node, 2, 2, label);
+    const bool allow_zero = intAttribute(node, "allowzero", 0) != 0;
+    ir::Shape out = constantInts(node, 1, label);
+    int64_t inferred = -1;
+    int64_t known = 1;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i] == 0 && !allow_zero) {
+        if (i >= in.size()) invalid(label + ": a 0 in the shape copies a dimension the input does not have");
+        out[i] = in[i];
+      }
+      if (out[i] == -1) {
+        if (inferred >= 0) invalid(label + ": the shape has more than one -1");
+        inferred = static_cast<int64_t>(i);
+      } else if (out[i] < 0) {
+        invalid(label + ": the shape has a negative dimension");
+      } else {
+        known *= out[i];
+      }
+    }
+    if (inferred >= 0) {
+      if (known == 0 || ir::elementCount(in) % known != 0) invalid(label + ": cannot infer the -1 dimension");
+      out[static_cast<size_t>(inferred)] = ir::elementCount(in) / known;
+    }
+    return out;
+  }
+  std::vector<int64_t> axes;
+  if (node.input_size() > 1 && !node.input(1).empty()) axes = constantInts(node, 1, label);
+  if (type == "Squeeze") {
+    expectInputCount(node, 1, 2, label);
+    std::vector<bool> drop(in.size(), axes.empty());
+    for (int64_t axis : axes) {
+      const int64_t a = normalizeAxis(axis, rank, label);
+      if (in[static_cast<size_t>(a)] != 1)
+        invalid(label + ": cannot squeeze dimension " + std::to_string(a) + " of size " +
+                std::to_string(in[static_cast<size_t>(a)]));
+      drop[static_cast<size_t>(a)] = true;
+    }
+    ir::Shape out;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!(drop[i] && in[i] == 1)) out.push_back(in[i]);
+    }
+    return out;
+  }
+  // Unsqueeze: axes index the output, whose rank grows by their count.
+  expectInputCount(node, 2, 2, label);
+  const auto out_rank = rank + static_cast<int64_t>(axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(out_rank), false);
+  for (int64_t axis : axes) {
+    const int64_t a = normalizeAxis(axis, out_rank, label);
+    if (inserted[static_cast<size_t>(a)]) invalid(label + ": axis " + std::to_string(axis) + " is repeated");
+    inserted[static_cast<size_t>(a)] = true;
+  }
+  ir::Shape out;
+  size_t next = 0;
+  for (int64_t i = 0; i < out_rank; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : in[next++]);
+  return out;
+}
+
+void Importer::importLayerNorm(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 2, 3, label);
+  rejectAttributesExcept(node, {"axis", "epsilon", "stash_type"});
+  if (intAttribute(node, "stash_type", 1) != 1) {
+    throw Error(ErrorKind::kUnsupported, label + ": only stash_type 1 (float statistics) is supported");
+  }
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const ir::Tensor input = g.tensor(x);
+  const auto rank = static_cast<int64_t>(input.shape.size());
+  const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  const std::string epsilon_name = name + ".epsilon";
+  const int epsilon = g.addConstant(epsilon_name, {}, input.dtype);
+  m_result.initializers.emplace(epsilon_name,
+                                ir::TensorValue{{}, input.dtype, {floatAttribute(node, "epsilon", 1e-5f)}, {}});
+  const int mean = g.reduce(name + ".mean", x, ir::Reduction::kMean, axes, true);
+  const int centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+  const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
+  const int variance = g.reduce(name + ".variance", squares, ir::Reduction::kMean, axes, true);
+  const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
+  const int inv = g.unary(ir::UnaryKind::kReciprocal, name + ".inv_stddev", stddev);
+  int y = g.binary(ir::OpType::kMul, name + ".normalized", centered, inv);
+  y = g.binary(ir::OpType::kMul, name + ".scaled", y, value(node.input(1), label));
+  if (node.input_size() == 3 && !node.input(2).empty()) y = g.add(name + ".shifted", y, value(node.input(2), label));
+  if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
+  defineOutput(node, 0, y);
+  if (node.output_size() > 1) defineOutput(node, 1, mean);
+  if (node.output_size() > 2) defineOutput(node, 2, inv);
+}
+
+std::vector<int64_t> Importer::intsAttribute(const onnx::NodeProto& node, const std::string& name,
+                                             std::vector<int64_t> fallback) const {
+  const auto* attr = attribute(node, name);
+  return attr ? std::vector<int64_t>(attr->ints().begin(), attr->ints().end()) : fallback;
+}
+
+void Importer::samePadding(const std::string& mode, const ir::Shape& x_shape, const std::vector<int64_t>& kernel,
+                           const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                           std::vector<int64_t>& pads) const {
+  const size_t rank = x_shape.size() - 2;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t out = (x_shape[2 + d] + strides[d] - 1) / strides[d];
+    const int64_t span = dilations[d] * (kernel[d] - 1) + 1;
+    const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - x_shape[2 + d]);
+    const int64_t small = total / 2;
+    pads[d] = mode == "SAME_UPPER" ? small : total - small;
+    pads[d + rank] = total - pads[d];
+  }
+}
+
+void Importer::importPool(const onnx::NodeProto& node, const std::string& label, bool max) {
+  expectInputCount(node, 1, 1, label);
+  if (max) {
+    rejectAttributesExcept(node,
+                           {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  } else {
+    rejectAttributesExcept(node, {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  }
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const ir::Shape x_shape = g.tensor(x).shape;
+  if (x_shape.size() < 3) invalid(label + ": pooling needs [N, C, spatial...]");
+  const size_t rank = x_shape.size() - 2;
+  ir::PoolGeometry geometry;
+  geometry.max = max;
+  geometry.kernel = intsAttribute(node, "kernel_shape", {});
+  geometry.strides = intsAttribute(node, "strides", std::vector<int64_t>(rank, 1));
+  geometry.dilations = intsAttribute(node, "dilations", std::vector<int64_t>(rank, 1));
+  geometry.pads = intsAttribute(node, "pads", std::vector<int64_t>(2 * rank, 0));
+  geometry.ceil_mode = intAttribute(node, "ceil_mode", 0) != 0;
+  geometry.count_include_pad = intAttribute(node, "count_include_pad", 0) != 0;
+  geometry.column_major_indices = intAttribute(node, "storage_order", 0) != 0;
+  if (geometry.kernel.size() != rank) invalid(label + ": kernel_shape must have one entry per spatial dimension");
+  const auto* auto_pad = attribute(node, "auto_pad");
+  const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    samePadding(mode, x_shape, geometry.kernel, geometry.strides, geometry.dilations, geometry.pads);
+  } else if (mode == "VALID") {
+    geometry.pads.assign(2 * rank, 0);
+  } else if (mode != "NOTSET") {
+    invalid(label + ": unknown auto_pad '" + mode + "'");
+  }
+  const std::string name = opName(node);
+  if (node.output_size() < 1 || node.output_size() > (max ? 2 : 1)) invalid(label + " has a wrong number of outputs");
+  defineOutput(node, 0, g.pool(name, x, geometry));
+  if (node.output_size() == 2) defineOutput(node, 1, g.poolArgmax(name + ".indices", x, geometry));
+}
+
+void Importer::importConv(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 2, 3, label);
+  rejectAttributesExcept(node, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const int w = value(node.input(1), label);
+  const ir::Shape x_shape = g.tensor(x).shape;
+  const ir::Shape w_shape = g.tensor(w).shape;
+  if (x_shape.size() != 4 || w_shape.size() != 4) {
+    throw Error(ErrorKind::kUnsupported, label + ": only 2-D convolutions ([N, C, H, W]) are supported yet");
+  }
+  const std::vector<int64_t> kernel = intsAttribute(node, "kernel_shape", {w_shape[2], w_shape[3]});
+  if (kernel != std::vector<int64_t>{w_shape[2], w_shape[3]})
+    invalid(label + ": kernel_shape does not match the weights");
+  ir::ConvGeometry geometry;
+  geometry.strides = intsAttribute(node, "strides", {1, 1});
+  geometry.dilations = intsAttribute(node, "dilations", {1, 1});
+  geometry.pads = intsAttribute(node, "pads", {0, 0, 0, 0});
+  geometry.group = intAttribute(node, "group", 1);
+  if (geometry.strides.size() != 2 || geometry.dilations.size() != 2 || geometry.pads.size() != 4) {
+    invalid(label + ": strides, dilations and pads must have 2, 2 and 4 entries");
+  }
+  const auto* auto_pad = attribute(node, "auto_pad");
+  const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
+  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
+    samePadding(mode, x_shape, kernel, geometry.strides, geometry.dilations, geometry.pads);
+  } else if (mode == "VALID") {
+    geometry.pads = {0, 0, 0, 0};
+  } else if (mode != "NOTSET") {
+    invalid(label + ": unknown auto_pad '" + mode + "'");
+  }
+  const std::string name = opName(node);
+  int out = g.conv(name, x, w, geometry);
+  if (node.input_size() == 3 && !node.input(2).empty()) {
+    const int bias = value(node.input(2), label);
+    out = g.add(name + ".bias", out, g.reshape(name + ".bias_shape", bias, {w_shape[0], 1, 1}));
+  }
+  define(node, out);
+}
+
+int Importer::scalarConstant(const std::string& name, DType dtype, float value) {
+  const int id = m_result.graph.addConstant(name, {}, dtype);
+  m_result.initializers.emplace(name, ir::TensorValue{{}, dtype, {value}, {}});
+  return id;
+}
+
+void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 5, 5, label);
+  rejectAttributesExcept(node, {"epsilon", "momentum", "training_mode"});
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const ir::Tensor input = g.tensor(x);
+  if (input.shape.size() < 2) invalid(label + ": BatchNormalization needs [N, C, ...]");
+  const int64_t channels = input.shape[1];
+  ir::Shape per_channel = {channels};
+  per_channel.resize(input.shape.size() - 1, 1);  // [C, 1, ...] broadcasts over [N, C, ...]
+  const auto shaped = [&](int tensor, const std::string& part) {
+    if (g.tensor(tensor).shape != ir::Shape{channels}) invalid(label + ": " + part + " must be [C]");
+    return g.reshape(name + "." + part + "_shape", tensor, per_channel);
+  };
+  const int scale = shaped(value(node.input(1), label), "scale");
+  const int bias = shaped(value(node.input(2), label), "bias");
+  const int running_mean = value(node.input(3), label);
+  const int running_var = value(node.input(4), label);
+  g.freeze(running_mean);  // statistics, not trained by gradients
+  g.freeze(running_var);
+  const bool batch_statistics = intAttribute(node, "training_mode", 0) != 0 || m_training;
+  const int epsilon = scalarConstant(name + ".epsilon", input.dtype, floatAttribute(node, "epsilon", 1e-5f));
+  int mean = shaped(running_mean, "mean");
+  int variance = shaped(running_var, "var");
+  int centered = -1;
+  std::vector<int64_t> axes = {0};
+  for (size_t d = 2; d < input.shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  if (batch_statistics) {
+    mean = g.reshape(name + ".batch_mean_shape", g.reduce(name + ".batch_mean", x, ir::Reduction::kMean, axes, false),
+                     per_channel);
+    centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+    const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
+    variance = g.reshape(name + ".batch_var_shape",
+                         g.reduce(name + ".batch_var", squares, ir::Reduction::kMean, axes, false), per_channel);
+  } else {
+    centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+  }
+  const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
+  int y = g.binary(ir::OpType::kDiv, name + ".normalized", centered, stddev);
+  y = g.add(name + ".shifted", g.binary(ir::OpType::kMul, name + ".scaled", y, scale), bias);
+  if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
+  defineOutput(node, 0, y);
+  if (node.output_size() > 1) {
+    if (!batch_statistics) invalid(label + ": running statistics are outputs only in training mode");
+    const float momentum = floatAttribute(node, "momentum", 0.9f);
+    const auto blend = [&](int running, int batch, const std::string& part) {
+      const int flat = g.reshape(name + "." + part + "_flat", batch, {channels});
+      return g.add(name + "." + part + "_running", g.scale(name + "." + part + "_old", running, momentum),
+                   g.scale(name + "." + part + "_new", flat, 1.0 - momentum));
+    };
+    defineOutput(node, 1, blend(running_mean, mean, "mean"));
+    if (node.output_size() > 2) defineOutput(node, 2, blend(running_var, variance, "var"));
+  }
+}
+
+void Importer::importSlice(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 3, 5, label);
+  rejectAttributesExcept(node, {});
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const ir::Shape shape = g.tensor(x).shape;
+  const auto rank = static_cast<int64_t>(shape.size());
+  const std::vector<int64_t> starts = constantInts(node, 1, label);
+  const std::vector<int64_t> ends = constantInts(node, 2, label);
+  std::vector<int64_t> axes;
+  if (node.input_size() > 3 && !node.input(3).empty()) {
+    axes = constantInts(node, 3, label);
+  } else {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<int64_t> steps(starts.size(), 1);
+  if (node.input_size() > 4 && !node.input(4).empty()) steps = constantInts(node, 4, label);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+    invalid(label + ": starts, ends, axes and steps must have the same length");
+  }
+  std::vector<int64_t> first(shape.size(), 0);
+  std::vector<int64_t> stride(shape.size(), 1);
+  ir::Shape out = shape;
+  std::vector<bool> seen(shape.size(), false);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const int64_t axis = normalizeAxis(axes[i], rank, label);
+    if (seen[static_cast<size_t>(axis)]) invalid(label + ": axis " + std::to_string(axis) + " is repeated");
+    seen[static_cast<size_t>(axis)] = true;
+    const int64_t dim = shape[static_cast<size_t>(axis)];
+    const int64_t step = steps[i];
+    if (step == 0) invalid(label + ": a step is 0");
+    int64_t start = starts[i] < 0 ? starts[i] + dim : starts[i];
+    int64_t end = ends[i] < 0 ? ends[i] + dim : ends[i];
+    if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+    }
+    const int64_t length = step > 0 ? (end - start + step - 1) / step : (start - end + (-step) - 1) / (-step);
+    out[static_cast<size_t>(axis)] = std::max<int64_t>(0, length);
+    first[static_cast<size_t>(axis)] = out[static_cast<size_t>(axis)] == 0 ? 0 : start;
+    stride[static_cast<size_t>(axis)] = step;
+  }
+  define(node, g.stridedSlice(opName(node), x, first, stride, out));
+}
+
+void Importer::importSplit(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 1, 2, label);
+  rejectAttributesExcept(node, {"axis"});
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const ir::Shape shape = g.tensor(x).shape;
+  const int64_t axis = normalizeAxis(intAttribute(node, "axis", 0), static_cast<int64_t>(shape.size()), label);
+  const int64_t dim = shape[static_cast<size_t>(axis)];
+  std::vector<int64_t> sizes;
+  if (node.input_size() == 2 && !node.input(1).empty()) {
+    sizes = constantInts(node, 1, label);
+  } else {
+    const int64_t parts = node.output_size();
+    if (parts == 0 || dim % parts != 0)
+      invalid(label + ": dimension " + std::to_string(dim) + " does not split into " + std::to_string(parts) +
+              " equal parts");
+    sizes.assign(static_cast<size_t>(parts), dim / parts);
+  }
+  if (static_cast<int>(sizes.size()) != node.output_size())
+    invalid(label + ": split sizes and outputs differ in number");
+  int64_t start = 0;
+  const std::string name = opName(node);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) invalid(label + ": a split size is negative");
+    if (start + sizes[i] > dim) invalid(label + ": split sizes exceed the dimension");
+    defineOutput(node, static_cast<int>(i),
+                 g.slice(name + "." + std::to_string(i), x, axis, start, sizes[i], ir::TensorRole::kActivation));
+    start += sizes[i];
+  }
+  if (start != dim) invalid(label + ": split sizes do not add up to the dimension");
+}
+
+void Importer::importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const auto rank = static_cast<int64_t>(g.tensor(x).shape.size());
+  std::vector<int64_t> axes;
+  if (mean) {
+    expectInputCount(node, 1, 1, label);
+    rejectAttributesExcept(node, {"axes", "keepdims"});
+    if (const auto* attr = attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
+  } else {
+    expectInputCount(node, 1, 2, label);
+    rejectAttributesExcept(node, {"keepdims", "noop_with_empty_axes"});
+    if (node.input_size() == 2 && !node.input(1).empty()) axes = constantInts(node, 1, label);
+    if (axes.empty() && intAttribute(node, "noop_with_empty_axes", 0) != 0) {
+      define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // reduces nothing
+      return;
+    }
+  }
+  for (int64_t& axis : axes) axis = normalizeAxis(axis, rank, label);
+  define(node, g.reduce(opName(node), x, mean ? ir::Reduction::kMean : ir::Reduction::kSum, axes,
+                        intAttribute(node, "keepdims", 1) != 0));
+}
+
+}  // namespace tpusim::onnx_detail

@@ -1,0 +1,170 @@
+// Internal to frontend/import: the ONNX importer class, whose op families are
+// defined in onnx_import.cpp (graph, elementwise, losses) and
+// onnx_import_layers.cpp (convolution, pooling, normalization, shapes and views).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontend/import/onnx_import.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim::onnx_detail {
+
+[[noreturn]] inline void invalid(const std::string& message) {
+  throw Error(ErrorKind::kInvalidInput, message);
+}
+
+inline std::string nodeLabel(const onnx::NodeProto& node) {
+  return "node '" + (node.name().empty() ? node.output_size() ? node.output(0) : std::string("?") : node.name()) +
+         "' (" + node.op_type() + ")";
+}
+
+inline DType fromOnnxType(int32_t type, const std::string& what) {
+  switch (type) {
+    case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::FLOAT16: return DType::kF16;
+    case onnx::TensorProto::BFLOAT16: return DType::kBF16;
+    case onnx::TensorProto::INT8: return DType::kInt8;
+    case onnx::TensorProto::UINT8: return DType::kUInt8;
+    case onnx::TensorProto::INT32: return DType::kInt32;
+    case onnx::TensorProto::INT64: return DType::kInt64;
+    case onnx::TensorProto::UINT32: return DType::kUInt32;
+    case onnx::TensorProto::UINT64: return DType::kUInt64;
+    case onnx::TensorProto::BOOL: return DType::kBool;
+    default: break;
+  }
+  throw Error(ErrorKind::kUnsupported,
+              what + " has ONNX element type " + std::to_string(type) + ", which tpusim does not support");
+}
+
+inline const onnx::AttributeProto* attribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& attr : node.attribute()) {
+    if (attr.name() == name) return &attr;
+  }
+  return nullptr;
+}
+
+inline int64_t intAttribute(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  const auto* attr = attribute(node, name);
+  return attr ? attr->i() : fallback;
+}
+
+inline float floatAttribute(const onnx::NodeProto& node, const std::string& name, float fallback) {
+  const auto* attr = attribute(node, name);
+  return attr ? attr->f() : fallback;
+}
+
+inline void rejectAttributesExcept(const onnx::NodeProto& node, const std::set<std::string>& known) {
+  for (const auto& attr : node.attribute()) {
+    if (!known.count(attr.name())) {
+      throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": attribute '" + attr.name() + "' is not supported yet");
+    }
+  }
+}
+
+inline int64_t elementCountOf(const onnx::TensorProto& tensor) {
+  int64_t count = 1;
+  for (int64_t dim : tensor.dims()) count *= dim;
+  return count;
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested,
+           const std::map<std::string, ir::TensorValue>& known, bool training)
+      : m_model(model), m_batch(batch), m_batch_requested(batch_requested), m_training(training), m_known(known) {}
+
+  ImportedModel run();
+
+ private:
+  void checkOpset();
+
+  void addInitializer(const onnx::TensorProto& init);
+
+  void addGraphInput(const onnx::ValueInfoProto& input);
+
+  int value(const std::string& name, const std::string& user) const;
+
+  void define(const onnx::NodeProto& node, int tensor);
+
+  void defineOutput(const onnx::NodeProto& node, int index, int tensor);
+
+  // The values of an integer input that must be known when compiling (a shape, axes).
+  std::vector<int64_t> constantInts(const onnx::NodeProto& node, int index, const std::string& label) const;
+
+  static int64_t normalizeAxis(int64_t axis, int64_t rank, const std::string& label);
+
+  // The output shape of Reshape, Flatten, Squeeze or Unsqueeze: all are views.
+  ir::Shape viewShape(const onnx::NodeProto& node, const std::string& label, const ir::Shape& in) const;
+
+  // LayerNormalization (opset 17) as the ops it is made of, so that training differentiates it:
+  // mean = E[x], d = x - mean, inv = 1 / sqrt(E[d^2] + epsilon), y = d * inv * scale + bias, the
+  // expectations over dimensions axis .. rank-1 (kept as 1s). Mean and InvStdDev are optional outputs.
+  void importLayerNorm(const onnx::NodeProto& node, const std::string& label);
+
+  std::vector<int64_t> intsAttribute(const onnx::NodeProto& node, const std::string& name,
+                                     std::vector<int64_t> fallback) const;
+
+  // SAME_UPPER / SAME_LOWER padding: output = ceil(input / stride), the odd pad at the end
+  // (upper) or the start (lower). Fills pads[d] and pads[d + 2].
+  void samePadding(const std::string& mode, const ir::Shape& x_shape, const std::vector<int64_t>& kernel,
+                   const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                   std::vector<int64_t>& pads) const;
+
+  void importPool(const onnx::NodeProto& node, const std::string& label, bool max);
+
+  // Conv over [N, C, H, W], with an optional bias added as [M, 1, 1].
+  void importConv(const onnx::NodeProto& node, const std::string& label);
+
+  // A scalar constant of `dtype`, for the decompositions below.
+  int scalarConstant(const std::string& name, DType dtype, float value);
+
+  // BatchNormalization over [N, C, ...] as the ops it is made of. Inference uses the running
+  // mean and variance; training (training_mode, or a training import) the batch's, and then
+  // also yields the updated running statistics: momentum x running + (1 - momentum) x batch.
+  void importBatchNorm(const onnx::NodeProto& node, const std::string& label);
+
+  // Slice (opset 13): starts, ends and the optional axes and steps are constant inputs;
+  // out-of-range starts and ends clamp as numpy's do.
+  void importSlice(const onnx::NodeProto& node, const std::string& label);
+
+  // Split (opset 13) along `axis` into the given sizes (a constant input) or equal parts.
+  void importSplit(const onnx::NodeProto& node, const std::string& label);
+
+  // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
+  void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean);
+
+  static void expectInputCount(const onnx::NodeProto& node, int min, int max, const std::string& label);
+
+  static std::optional<ir::UnaryKind> unaryKind(const std::string& type);
+
+  // A Constant node becomes a constant tensor whose value travels with the weights.
+  void importConstant(const onnx::NodeProto& node, const std::string& label);
+
+  // SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss share their attributes.
+  void importLoss(const onnx::NodeProto& node, const std::string& label, bool with_softmax);
+
+  void expectInputs(const onnx::NodeProto& node, int min, int max);
+
+  std::string opName(const onnx::NodeProto& node);
+
+  void importNode(const onnx::NodeProto& node);
+
+  const onnx::ModelProto& m_model;
+  int64_t m_batch;
+  bool m_batch_requested;
+  bool m_training = false;
+  const std::map<std::string, ir::TensorValue>& m_known;
+  bool m_first_input = true;
+  ImportedModel m_result;
+  std::map<std::string, int> m_values;
+  int m_unnamed = 0;
+};
+
+}  // namespace tpusim::onnx_detail
