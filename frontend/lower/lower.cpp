@@ -252,6 +252,34 @@ class Lowerer {
     return shares;
   }
 
+  // One product on one MXU: out[m, n] = lhs[m, k] x rhs[k, n], accumulated in f32.
+  struct MxuTile {
+    uint64_t m, k, n;
+    DType input_dtype;
+    DType output_dtype;
+    bool transpose_lhs, transpose_rhs;
+  };
+
+  uint32_t emitMatMul(const ir::Op& op, const std::string& part, uint32_t core, uint32_t mxu, const MxuTile& tile,
+                      const std::vector<uint32_t>& reads, uint32_t write, const std::vector<uint32_t>& deps) {
+    program::Instruction& ins = newInstruction(op, part, program::MXU, core, mxu);
+    program::MatMul* mm = ins.mutable_matmul();
+    mm->set_m(tile.m);
+    mm->set_k(tile.k);
+    mm->set_n(tile.n);
+    mm->set_input_dtype(toProgramDType(tile.input_dtype));
+    mm->set_accumulate_dtype(program::F32);
+    mm->set_transpose_lhs(tile.transpose_lhs);
+    mm->set_transpose_rhs(tile.transpose_rhs);
+    ins.set_flops(2 * tile.m * tile.k * tile.n);
+    ins.set_bytes((tile.m * tile.k + tile.k * tile.n) * dtypeBytes(tile.input_dtype) +
+                  tile.m * tile.n * dtypeBytes(tile.output_dtype));
+    for (uint32_t buffer : reads) ins.add_reads(buffer);
+    ins.add_writes(write);
+    for (uint32_t dep : deps) ins.add_deps(dep);
+    return ins.id();
+  }
+
   void lowerMatMul(const ir::Op& op) {
     const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
     const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
@@ -259,7 +287,6 @@ class Lowerer {
     const uint64_t m = static_cast<uint64_t>(out.shape[rank - 2]);
     const uint64_t n = static_cast<uint64_t>(out.shape[rank - 1]);
     const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[a.shape.size() - 2] : a.shape.back());
-    const uint64_t element = dtypeBytes(a.dtype);
     if (k == 0 && m * n > 0) {
       throw Error(ErrorKind::kUnsupported, "a matmul with an empty contracting dimension (K = 0) is not supported");
     }
@@ -280,23 +307,8 @@ class Lowerer {
           std::string part;
           if (share.count > 1) part.append("b").append(std::to_string(item)).append(".");
           part.append("mxu").append(std::to_string(mxu));
-          program::Instruction& ins = newInstruction(op, part, program::MXU, core, mxu);
-          program::MatMul* mm = ins.mutable_matmul();
-          mm->set_m(share.m);
-          mm->set_k(k);
-          mm->set_n(cols[mxu]);
-          mm->set_input_dtype(toProgramDType(a.dtype));
-          mm->set_accumulate_dtype(program::F32);
-          mm->set_transpose_lhs(op.transpose_a);
-          mm->set_transpose_rhs(op.transpose_b);
-          ins.set_flops(2 * share.m * k * cols[mxu]);
-          ins.set_bytes((share.m * k + k * cols[mxu]) * element + share.m * cols[mxu] * dtypeBytes(out.dtype));
-          ins.add_reads(vmem_a);
-          ins.add_reads(vmem_b);
-          ins.add_writes(vmem_out);
-          ins.add_deps(load_a);
-          ins.add_deps(load_b);
-          compute.push_back(ins.id());
+          const MxuTile tile{share.m, k, cols[mxu], a.dtype, out.dtype, op.transpose_a, op.transpose_b};
+          compute.push_back(emitMatMul(op, part, core, mxu, tile, {vmem_a, vmem_b}, vmem_out, {load_a, load_b}));
         }
       }
       stores.push_back(store(op, core, vmem_out, out_bytes, compute));
@@ -341,7 +353,6 @@ class Lowerer {
         split_second = true;
         break;
     }
-    const uint64_t element = dtypeBytes(out.dtype);
     const std::vector<uint64_t> rows = splitEvenly(m, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
     const std::vector<uint64_t> cols = splitEvenly(n, static_cast<uint64_t>(m_hw.mxu().per_core()));
     std::vector<uint32_t> stores;
@@ -363,21 +374,9 @@ class Lowerer {
           std::string part;
           if (g > 1) part.append("g").append(std::to_string(group)).append(".");
           part.append("mxu").append(std::to_string(mxu));
-          program::Instruction& ins = newInstruction(op, part, program::MXU, core, mxu);
-          program::MatMul* mm = ins.mutable_matmul();
-          mm->set_m(rows[core]);
-          mm->set_k(k);
-          mm->set_n(cols[mxu]);
-          mm->set_input_dtype(toProgramDType(out.dtype));
-          mm->set_accumulate_dtype(program::F32);
-          ins.set_flops(2 * rows[core] * k * cols[mxu]);
-          ins.set_bytes((rows[core] * k + k * cols[mxu] + rows[core] * cols[mxu]) * element);
-          ins.add_reads(vmem_first);
-          ins.add_reads(vmem_second);
-          ins.add_writes(vmem_out);
-          ins.add_deps(load_first);
-          ins.add_deps(load_second);
-          compute.push_back(ins.id());
+          const MxuTile tile{rows[core], k, cols[mxu], out.dtype, out.dtype, false, false};
+          compute.push_back(
+              emitMatMul(op, part, core, mxu, tile, {vmem_first, vmem_second}, vmem_out, {load_first, load_second}));
         }
       }
       stores.push_back(store(op, core, vmem_out, out_bytes, compute));
