@@ -1,5 +1,6 @@
 #include "report/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -34,6 +35,113 @@ nlohmann::ordered_json unitEntry(const StatsRegistry& stats, const std::string& 
     }
   }
   return entry;
+}
+
+nlohmann::ordered_json memoryEntry(const program::ChipProgram& chip, const HardwareParams& hw) {
+  const program::MemoryPlanSummary& memory = chip.memory();
+  nlohmann::ordered_json entry;
+  entry["capacity_bytes"] = static_cast<uint64_t>(hw.config().hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0);
+  entry["peak_bytes"] = memory.peak_bytes();
+  entry["live_peak_bytes"] = memory.live_peak_bytes();
+  entry["live_peak_op"] = memory.live_peak_op();
+  entry["persistent_bytes"] = memory.persistent_bytes();
+  entry["unplanned_bytes"] = memory.unplanned_bytes();
+  entry["scratch_bytes"] = memory.scratch_bytes();
+  return entry;
+}
+
+struct PerOp {
+  nlohmann::ordered_json ops = nlohmann::ordered_json::array();
+  nlohmann::ordered_json layers = nlohmann::ordered_json::array();
+};
+
+// What each IR op (and each layer) cost: busy cycles per unit kind, summed over the
+// chip's units, and the cycles its busiest kind needs at the least (busy cycles per
+// unit of that kind): the op's time if nothing overlapped it.
+PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, const HardwareParams& hw) {
+  struct Totals {
+    uint64_t instructions = 0, mxu = 0, vpu = 0, dma = 0, flops = 0, hbm_bytes = 0;
+    uint64_t start = UINT64_MAX, end = 0;
+  };
+  const config::HardwareConfig& config = hw.config();
+  const double cores = static_cast<double>(config.chip().tensor_cores());
+  const double units[3] = {cores * static_cast<double>(config.mxu().per_core()), cores,
+                           cores * static_cast<double>(config.dma().engines_per_core())};
+  const char* kinds[3] = {"mxu", "vpu", "dma"};
+  const auto bound = [&](const Totals& t, nlohmann::ordered_json& entry) {
+    const double per_unit[3] = {static_cast<double>(t.mxu) / units[0], static_cast<double>(t.vpu) / units[1],
+                                static_cast<double>(t.dma) / units[2]};
+    int kind = 0;
+    for (int k = 1; k < 3; ++k) {
+      if (per_unit[k] > per_unit[kind]) kind = k;
+    }
+    entry["bound_by"] = kinds[kind];
+    entry["bound_cycles"] = static_cast<uint64_t>(per_unit[kind] + 0.5);
+  };
+  const auto fill = [&](const Totals& t, nlohmann::ordered_json& entry) {
+    entry["instructions"] = t.instructions;
+    entry["start_cycle"] = t.start == UINT64_MAX ? 0 : t.start;
+    entry["end_cycle"] = t.end;
+    entry["mxu_busy_cycles"] = t.mxu;
+    entry["vpu_busy_cycles"] = t.vpu;
+    entry["dma_busy_cycles"] = t.dma;
+    entry["flops"] = t.flops;
+    entry["hbm_bytes"] = t.hbm_bytes;
+    bound(t, entry);
+  };
+  std::map<std::string, size_t> index;
+  for (int i = 0; i < chip.ops_size(); ++i) index.emplace(chip.ops(i).op(), static_cast<size_t>(i));
+  std::vector<Totals> totals(static_cast<size_t>(chip.ops_size()));
+  for (const TimelineEvent& event : result.timeline.events()) {
+    const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
+    auto found = index.find(ins.op());
+    if (found == index.end()) continue;
+    Totals& t = totals[found->second];
+    const uint64_t busy = event.end_cycle - event.start_cycle;
+    ++t.instructions;
+    t.start = std::min(t.start, event.start_cycle);
+    t.end = std::max(t.end, event.end_cycle);
+    if (ins.unit() == program::MXU) t.mxu += busy;
+    if (ins.unit() == program::VPU) t.vpu += busy;
+    if (ins.unit() == program::DMA) {
+      t.dma += busy;
+      t.hbm_bytes += ins.bytes();
+    } else {
+      t.flops += ins.flops();
+    }
+  }
+  PerOp out;
+  std::vector<std::string> layer_order;
+  std::map<std::string, std::pair<Totals, uint64_t>> layers;  // totals and op count
+  for (int i = 0; i < chip.ops_size(); ++i) {
+    const program::OpLowering& lowering = chip.ops(i);
+    const Totals& t = totals[static_cast<size_t>(i)];
+    nlohmann::ordered_json entry;
+    entry["op"] = lowering.op();
+    entry["type"] = lowering.op_type();
+    entry["layer"] = lowering.layer();
+    entry["tiling"] = lowering.tiling();
+    entry["tiles"] = lowering.tiles();
+    entry["vmem_bytes"] = lowering.vmem_bytes();
+    fill(t, entry);
+    out.ops.push_back(entry);
+    auto [it, inserted] = layers.try_emplace(lowering.layer());
+    if (inserted) layer_order.push_back(lowering.layer());
+    Totals& sum = it->second.first;
+    ++it->second.second;
+    sum.instructions += t.instructions;
+    sum.start = std::min(sum.start, t.start);
+    sum.end = std::max(sum.end, t.end);
+    sum.mxu += t.mxu, sum.vpu += t.vpu, sum.dma += t.dma, sum.flops += t.flops, sum.hbm_bytes += t.hbm_bytes;
+  }
+  for (const std::string& name : layer_order) {
+    nlohmann::ordered_json entry;
+    entry["layer"] = name;
+    entry["ops"] = layers[name].second;
+    fill(layers[name].first, entry);
+    out.layers.push_back(entry);
+  }
+  return out;
 }
 
 }  // namespace
@@ -75,6 +183,10 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
     ops.push_back(op);
   }
   report["ops"] = ops;
+  report["memory"] = memoryEntry(chip, hw);
+  const PerOp per_op = perOpEntries(chip, result, hw);
+  report["per_op"] = per_op.ops;
+  report["layers"] = per_op.layers;
 
   nlohmann::ordered_json stats = nlohmann::ordered_json::array();
   for (const StatEntry& stat : result.stats->entries()) {
@@ -130,6 +242,35 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   }
   std::snprintf(line, sizeof(line), "busiest unit %s (%.1f%% of the step)\n", busiest.c_str(), highest * 100.0);
   out << line;
+  if (report.contains("memory") && report["memory"]["peak_bytes"].get<uint64_t>() > 0) {
+    const auto& memory = report["memory"];
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    std::snprintf(line, sizeof(line), "HBM peak     %.3f GiB of %.3f GiB (%.3f GiB without reuse)\n",
+                  static_cast<double>(memory["peak_bytes"].get<uint64_t>()) / gib,
+                  static_cast<double>(memory["capacity_bytes"].get<uint64_t>()) / gib,
+                  static_cast<double>(memory["unplanned_bytes"].get<uint64_t>()) / gib);
+    out << line;
+  }
+  // The layers that need the most time, by their busiest unit kind.
+  if (report.contains("layers") && !report["layers"].empty()) {
+    std::vector<std::pair<uint64_t, size_t>> order;
+    const auto& layers = report["layers"];
+    uint64_t total = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      order.emplace_back(layers[i]["bound_cycles"].get<uint64_t>(), i);
+      total += order.back().first;
+    }
+    std::stable_sort(order.begin(), order.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    out << "top layers (cycles their busiest unit kind needs, share of the sum over layers)\n";
+    for (size_t i = 0; i < std::min<size_t>(5, order.size()); ++i) {
+      const auto& layer = layers[order[i].second];
+      std::snprintf(line, sizeof(line), "  %-40s %11llu  %5.1f%%  %s\n", layer["layer"].get<std::string>().c_str(),
+                    static_cast<unsigned long long>(order[i].first),
+                    total ? 100.0 * static_cast<double>(order[i].first) / static_cast<double>(total) : 0.0,
+                    layer["bound_by"].get<std::string>().c_str());
+      out << line;
+    }
+  }
   return out.str();
 }
 

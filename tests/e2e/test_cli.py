@@ -164,9 +164,35 @@ def test_resnet50_trace_trains_at_batch_1(tpusim_bin, tmp_path):
     assert flops["ConvGradInput"] == flops["Conv"] - 2 * 118013952
 
 
-def test_resnet50_at_a_batch_beyond_vmem_is_a_clear_error(tpusim_bin, tmp_path):
+def test_resnet50_trains_at_batch_128_with_per_op_and_per_layer_time(tpusim_bin, tmp_path):
     trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
-    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "8", "--out", str(tmp_path))
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "128", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    # Forward, backward and optimizer ops all ran, tiled to fit VMEM.
+    types = {op["type"] for op in report["per_op"]}
+    assert {"Conv", "ConvGradInput", "ConvGradWeight", "SgdUpdate", "SoftmaxCrossEntropy"} <= types
+    vmem = 16 * 1024 * 1024
+    assert all(op["vmem_bytes"] <= vmem for op in report["per_op"])
+    assert max(op["tiles"] for op in report["per_op"]) > 100
+    # 128 images x the forward MACs, twice for flops: the tiles add up to the whole.
+    flops = sum(op["flops"] for op in report["per_op"] if op["type"] == "Conv")
+    assert flops == pytest.approx(128 * 2 * 4.09e9, rel=5e-3)
+    # Per-layer figures sum the per-op ones.
+    layers = {layer["layer"]: layer for layer in report["layers"]}
+    conv1 = [op for op in report["per_op"] if op["layer"] == "/conv1"]
+    assert layers["/conv1"]["mxu_busy_cycles"] == sum(op["mxu_busy_cycles"] for op in conv1)
+    assert any(op["type"] == "SgdUpdate" for op in conv1)  # the optimizer step joins its weight's layer
+    # Buffers are reused: the step fits tpuv4's 32 GiB, which keeping every tensor would not.
+    memory = report["memory"]
+    assert memory["live_peak_bytes"] <= memory["peak_bytes"] <= memory["capacity_bytes"]
+    assert memory["unplanned_bytes"] > memory["capacity_bytes"]
+    assert "top layers" in result.stdout
+
+
+def test_resnet50_at_a_batch_beyond_hbm_is_a_clear_error(tpusim_bin, tmp_path):
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "512", "--out", str(tmp_path))
     assert result.returncode == 5
-    assert "of VMEM" in result.stderr and "tiling" in result.stderr
+    assert "of HBM" in result.stderr and "largest live" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1

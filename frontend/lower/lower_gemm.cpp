@@ -1,0 +1,455 @@
+// MXU work: matmuls and convolutions as GEMMs, blocked to fit VMEM (tiling.hpp).
+#include <algorithm>
+
+#include "frontend/lower/lowerer.hpp"
+#include "frontend/lower/tiling.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim::lowering {
+
+namespace {
+
+using ir::OpType;
+
+uint64_t product(uint64_t a, uint64_t b, uint64_t c) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b * c;
+  return p > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(p);
+}
+
+std::string tilingText(const GemmTiling& tiling) {
+  std::string text = gemmBlockingName(tiling.blocking);
+  text.append(" m_tile=").append(std::to_string(tiling.m_tile));
+  text.append(" n_block=").append(std::to_string(tiling.n_block));
+  text.append(" k_tile=").append(std::to_string(tiling.k_tile));
+  return text;
+}
+
+}  // namespace
+
+// One operand of a GEMM job. `total` is its bytes over every item and the whole of
+// the dimensions it spans; a tile moves the fraction of it that the tile covers.
+struct Lowerer::GemmOperand {
+  enum class Axis { kItems, kM, kK, kN, kWhole };
+  int tensor = -1;
+  uint64_t total = 0;
+  bool batched = true;       // one copy per item (else one copy serves all items)
+  Axis axis = Axis::kWhole;  // the dimension its bytes are laid out along, for dependencies
+  uint64_t extent = 1;       // of that dimension
+  uint64_t granule = 1;      // rows per contiguous block along it
+};
+
+// One core's share of the op: `items` independent out[m, n] = lhs[m, k] x rhs[k, n].
+struct Lowerer::GemmJob {
+  const ir::Op* op = nullptr;
+  uint64_t items_total = 1;
+  Span items;
+  uint64_t m_total = 0;  // rows over all cores
+  Span m;                // this core's rows
+  uint64_t k = 0, n = 0;
+  GemmOperand lhs, rhs, out;
+  DType input_dtype = DType::kF32;
+  DType output_dtype = DType::kF32;
+  bool transpose_lhs = false, transpose_rhs = false;
+};
+
+void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles,
+                       uint64_t& vmem_held, std::string& tiling_text) {
+  using Axis = GemmOperand::Axis;
+  const ir::Op& op = *job.op;
+  const uint64_t mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
+  const uint64_t align = static_cast<uint64_t>(m_hw.mxu().cols());
+  const uint64_t vmem = vmemBytes();
+
+  // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
+  const auto extentOf = [&](const GemmOperand& operand, int dim) {  // dim 0: rows, 1: cols of the operand
+    if (&operand == &job.lhs) return dim == 0 ? job.m_total : job.k;
+    if (&operand == &job.rhs) return dim == 0 ? job.k : job.n;
+    return dim == 0 ? job.m_total : job.n;
+  };
+  const auto bytesOf = [&](const GemmOperand& operand, uint64_t items, uint64_t rows, uint64_t cols) {
+    const uint64_t part = product(operand.batched ? items : 1, rows, cols);
+    const uint64_t whole = product(operand.batched ? job.items_total : 1, extentOf(operand, 0), extentOf(operand, 1));
+    return fractionOf(operand.total, part, whole);
+  };
+  const auto rangeOf = [&](const GemmOperand& operand, Span items, Span rows, Span cols) {
+    Span along{0, operand.extent};
+    switch (operand.axis) {
+      case Axis::kItems: along = items; break;
+      case Axis::kM:
+      case Axis::kK: along = (&operand == &job.rhs) ? rows : (operand.axis == Axis::kK ? cols : rows); break;
+      case Axis::kN: along = cols; break;
+      case Axis::kWhole: break;
+    }
+    return rowRange(m_graph.tensor(operand.tensor).bytes(), operand.extent, operand.granule, along);
+  };
+  const auto element = [&](const GemmOperand& operand, uint64_t rows, uint64_t cols) {
+    const uint64_t items = operand.batched ? job.items_total : 1;
+    return static_cast<double>(operand.total) / static_cast<double>(product(items, rows, cols));
+  };
+
+  // One tile on the MXUs: its columns split over the core's MXUs, all reading lhs and rhs.
+  const auto compute = [&](const std::string& part, uint64_t m, uint64_t k, uint64_t n, uint32_t lhs, uint32_t rhs,
+                           uint32_t out, const std::vector<uint32_t>& deps) {
+    std::vector<uint32_t> ids;
+    const std::vector<Span> cols = splitEvenly({0, n}, mxus);
+    for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
+      program::Instruction& ins = newInstruction(op, part + numbered("mxu", mxu), program::MXU, core, mxu);
+      program::MatMul* mm = ins.mutable_matmul();
+      mm->set_m(m);
+      mm->set_k(k);
+      mm->set_n(cols[mxu].size());
+      mm->set_input_dtype(toProgramDType(job.input_dtype));
+      mm->set_accumulate_dtype(program::F32);
+      mm->set_transpose_lhs(job.transpose_lhs);
+      mm->set_transpose_rhs(job.transpose_rhs);
+      ins.set_flops(2 * m * k * cols[mxu].size());
+      ins.set_bytes((m * k + k * cols[mxu].size()) * dtypeBytes(job.input_dtype) +
+                    m * cols[mxu].size() * dtypeBytes(job.output_dtype));
+      ins.add_reads(lhs);
+      ins.add_reads(rhs);
+      ins.add_writes(out);
+      std::vector<uint32_t> sorted = deps;
+      std::sort(sorted.begin(), sorted.end());
+      sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+      for (uint32_t dep : sorted) {
+        if (dep != UINT32_MAX) ins.add_deps(dep);
+      }
+      ids.push_back(ins.id());
+    }
+    return ids;
+  };
+  const auto last = [](const std::vector<std::vector<uint32_t>>& steps, size_t back) {
+    return steps.size() >= back ? steps[steps.size() - back] : std::vector<uint32_t>{};
+  };
+
+  // Items small enough to take several at once go through in groups: one load of each
+  // operand and one store per group, a product per item on the MXUs.
+  const GemmShape item{job.m.size(),
+                       job.k,
+                       job.n,
+                       element(job.lhs, job.m_total, job.k),
+                       element(job.rhs, job.k, job.n),
+                       element(job.out, job.m_total, job.n)};
+  const double item_bytes = static_cast<double>(job.m.size()) * static_cast<double>(job.k) * item.lhs_element +
+                            static_cast<double>(job.k * job.n) * item.rhs_element +
+                            static_cast<double>(job.m.size() * job.n) * item.out_element;
+  const uint64_t count = job.items.size();
+  if (count > 1 && 2 * item_bytes <= static_cast<double>(vmem)) {
+    // Operands shared by all items stay resident.
+    uint64_t resident = 0;
+    for (const GemmOperand* operand : {&job.lhs, &job.rhs}) {
+      if (!operand->batched) resident += bytesOf(*operand, 1, extentOf(*operand, 0), extentOf(*operand, 1));
+    }
+    uint64_t per_item = 0;
+    for (const GemmOperand* operand : {&job.lhs, &job.rhs, &job.out}) {
+      const uint64_t rows = operand == &job.rhs ? job.k : job.m.size();
+      const uint64_t cols = operand == &job.lhs ? job.k : job.n;
+      if (operand->batched) per_item += bytesOf(*operand, 1, rows, cols);
+    }
+    const uint64_t group = rowsPerTile(count, per_item, resident, vmem, "op '" + op.name + "'");
+    const std::vector<Span> groups = tilesOf(job.items, group);
+    uint32_t shared[2] = {UINT32_MAX, UINT32_MAX};
+    std::vector<uint32_t> shared_loads;
+    const GemmOperand* sides[2] = {&job.lhs, &job.rhs};
+    for (int side = 0; side < 2; ++side) {
+      const GemmOperand& operand = *sides[side];
+      if (operand.batched) continue;
+      const uint64_t bytes = bytesOf(operand, 1, extentOf(operand, 0), extentOf(operand, 1));
+      shared[side] = addVmem(op, core, side == 0 ? "lhs" : "rhs", job.input_dtype, bytes);
+      shared_loads.push_back(loadTensor(op, core, side == 0 ? "lhs" : "rhs", operand.tensor, whole(operand.tensor),
+                                        bytes, shared[side], {}));
+    }
+    uint32_t slots[3][2];
+    for (int s = 0; s < 2; ++s) {
+      slots[0][s] = addVmem(op, core, numbered("lhs.s", s), job.input_dtype, 0);
+      slots[1][s] = addVmem(op, core, numbered("rhs.s", s), job.input_dtype, 0);
+      slots[2][s] = addVmem(op, core, numbered("out.s", s), job.output_dtype, 0);
+    }
+    std::vector<std::vector<uint32_t>> computes;
+    std::vector<std::vector<uint32_t>> drains;
+    for (size_t t = 0; t < groups.size(); ++t) {
+      const Span items = groups[t];
+      const int slot = static_cast<int>(t % 2);
+      std::vector<uint32_t> loads = shared_loads;
+      uint32_t reads[2] = {shared[0], shared[1]};
+      for (int side = 0; side < 2; ++side) {
+        const GemmOperand& operand = *sides[side];
+        if (!operand.batched) continue;
+        const uint64_t rows = side == 0 ? job.m.size() : job.k, cols = side == 0 ? job.k : job.n;
+        const uint64_t bytes = bytesOf(operand, items.size(), rows, cols);
+        program::Buffer* buffer = m_chip.mutable_buffers(static_cast<int>(slots[side][slot]));
+        buffer->set_bytes(std::max(buffer->bytes(), bytes));
+        reads[side] = slots[side][slot];
+        loads.push_back(loadTensor(op, core, std::string(side == 0 ? "lhs" : "rhs") + numbered(".g", t), operand.tensor,
+                                   rangeOf(operand, items, {0, rows}, {0, cols}), bytes, slots[side][slot],
+                                   last(computes, 2)));
+      }
+      const uint64_t out_bytes = bytesOf(job.out, items.size(), job.m.size(), job.n);
+      program::Buffer* out_buffer = m_chip.mutable_buffers(static_cast<int>(slots[2][slot]));
+      out_buffer->set_bytes(std::max(out_buffer->bytes(), out_bytes));
+      std::vector<uint32_t> deps = loads;
+      const std::vector<uint32_t> drained = last(drains, 2);
+      deps.insert(deps.end(), drained.begin(), drained.end());
+      std::vector<uint32_t> group_computes;
+      for (uint64_t i = items.begin; i < items.end; ++i) {
+        const std::vector<uint32_t> ids =
+            compute(numbered("b", i) + ".", job.m.size(), job.k, job.n, reads[0], reads[1], slots[2][slot], deps);
+        group_computes.insert(group_computes.end(), ids.begin(), ids.end());
+      }
+      const ByteRange range = rangeOf(job.out, items, job.m, {0, job.n});
+      const uint32_t stored = storeOutput(op, core, numbered("g", t), range, out_bytes, slots[2][slot], group_computes);
+      stores.push_back({range, stored});
+      computes.push_back(group_computes);
+      drains.push_back({stored});
+    }
+    tiles += groups.size();
+    vmem_held = std::max(vmem_held, resident + (groups.size() > 1 ? 2 : 1) * per_item * group);
+    if (tiling_text.empty()) tiling_text = numbered("items ", group) + " per tile";
+    return;
+  }
+
+  const GemmTiling tiling = chooseGemmTiling(item, vmem, align);
+  if (tiling_text.empty()) tiling_text = tilingText(tiling);
+  vmem_held = std::max(vmem_held, tiling.vmem_bytes);
+  uint32_t slots[3][2];
+  for (int s = 0; s < 2; ++s) {
+    slots[0][s] = addVmem(op, core, numbered("lhs.s", s), job.input_dtype, 0);
+    slots[1][s] = addVmem(op, core, numbered("rhs.s", s), job.input_dtype, 0);
+    slots[2][s] = addVmem(op, core, numbered("out.s", s), job.output_dtype, 0);
+  }
+  const auto grow = [&](uint32_t buffer, uint64_t bytes) {
+    program::Buffer* b = m_chip.mutable_buffers(static_cast<int>(buffer));
+    b->set_bytes(std::max(b->bytes(), bytes));
+  };
+  std::vector<std::vector<uint32_t>> computes;  // per streamed step: the MXU instructions reading its slot
+  std::vector<std::vector<uint32_t>> drains;    // per output tile: its store
+  size_t step = 0;
+  const auto loadPart = [&](int side, const std::string& part, Span items, Span rows, Span cols,
+                            std::vector<uint32_t> deps) {
+    const GemmOperand& operand = side == 0 ? job.lhs : job.rhs;
+    const uint64_t bytes = bytesOf(operand, items.size(), rows.size(), cols.size());
+    const uint32_t buffer = slots[side][step % 2];
+    grow(buffer, bytes);
+    return loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols), bytes, buffer,
+                      std::move(deps));
+  };
+  const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
+                             const std::vector<uint32_t>& deps) {
+    const uint64_t bytes = bytesOf(job.out, items.size(), rows.size(), cols.size());
+    grow(buffer, bytes);
+    const ByteRange range = rangeOf(job.out, items, rows, cols);
+    const uint32_t id = storeOutput(op, core, part, range, bytes, buffer, deps);
+    stores.push_back({range, id});
+    drains.push_back({id});
+  };
+
+  for (uint64_t index = job.items.begin; index < job.items.end; ++index) {
+    const Span items{index, index + 1};
+    const std::string prefix = count > 1 ? numbered("b", index) + "." : "";
+    const Span all_k{0, job.k};
+    if (tiling.blocking == GemmBlocking::kKSplit) {
+      for (const Span rows : tilesOf(job.m, tiling.m_tile)) {
+        for (const Span cols : tilesOf({0, job.n}, tiling.n_block)) {
+          const uint32_t out_slot = slots[2][drains.size() % 2];
+          const std::vector<uint32_t> drained = last(drains, 2);
+          std::vector<uint32_t> accumulate;
+          for (const Span ks : tilesOf(all_k, tiling.k_tile)) {
+            const std::string part =
+                prefix + numbered("m", rows.begin) + numbered(".n", cols.begin) + numbered(".k", ks.begin);
+            const uint32_t lhs = loadPart(0, "lhs." + part, items, rows, ks, last(computes, 2));
+            const uint32_t rhs = loadPart(1, "rhs." + part, items, ks, cols, last(computes, 2));
+            std::vector<uint32_t> deps = {lhs, rhs};
+            deps.insert(deps.end(), drained.begin(), drained.end());
+            accumulate = compute(part + ".", rows.size(), ks.size(), cols.size(), slots[0][step % 2],
+                                 slots[1][step % 2], out_slot, deps);
+            computes.push_back(accumulate);
+            ++step;
+            ++tiles;
+          }
+          storePart(prefix + numbered("m", rows.begin) + numbered(".n", cols.begin), items, rows, cols, out_slot,
+                    accumulate);
+        }
+      }
+      continue;
+    }
+    // Resident blockings: one operand's block stays while the other's tiles stream.
+    const bool rhs_resident = tiling.blocking != GemmBlocking::kLhsResident;
+    const std::vector<Span> blocks = rhs_resident ? tilesOf({0, job.n}, tiling.n_block) : tilesOf(job.m, tiling.m_tile);
+    const std::vector<Span> streamed =
+        rhs_resident ? tilesOf(job.m, tiling.m_tile) : tilesOf({0, job.n}, tiling.n_block);
+    uint32_t resident_buffer = addVmem(op, core, rhs_resident ? "rhs.block" : "lhs.block", job.input_dtype, 0);
+    std::vector<uint32_t> block_readers;  // the previous block's computes
+    for (const Span block : blocks) {
+      const int side = rhs_resident ? 1 : 0;
+      const GemmOperand& operand = rhs_resident ? job.rhs : job.lhs;
+      const Span rows = rhs_resident ? all_k : block;
+      const Span cols = rhs_resident ? block : all_k;
+      const uint64_t bytes = bytesOf(operand, 1, rows.size(), cols.size());
+      grow(resident_buffer, bytes);
+      const std::string block_part = prefix + (rhs_resident ? "n" : "m") + std::to_string(block.begin);
+      uint32_t resident = UINT32_MAX;
+      for (const Span tile : streamed) {
+        const Span out_rows = rhs_resident ? tile : block;
+        const Span out_cols = rhs_resident ? block : tile;
+        const std::string part = prefix + numbered("m", out_rows.begin) + numbered(".n", out_cols.begin);
+        const uint32_t streamed_load = rhs_resident
+                                           ? loadPart(0, "lhs." + part, items, out_rows, all_k, last(computes, 2))
+                                           : loadPart(1, "rhs." + part, items, all_k, out_cols, last(computes, 2));
+        if (resident == UINT32_MAX) {  // the block follows the first streamed tile (lhs before rhs, as written)
+          resident = loadTensor(op, core, (side == 1 ? "rhs." : "lhs.") + block_part, operand.tensor,
+                                rangeOf(operand, items, rows, cols), bytes, resident_buffer, block_readers);
+          block_readers.clear();
+        }
+        const uint32_t out_slot = slots[2][drains.size() % 2];
+        std::vector<uint32_t> deps = {resident, streamed_load};
+        const std::vector<uint32_t> drained = last(drains, 2);
+        deps.insert(deps.end(), drained.begin(), drained.end());
+        const uint32_t lhs_buffer = rhs_resident ? slots[0][step % 2] : resident_buffer;
+        const uint32_t rhs_buffer = rhs_resident ? resident_buffer : slots[1][step % 2];
+        const std::vector<uint32_t> ids =
+            compute(part + ".", out_rows.size(), job.k, out_cols.size(), lhs_buffer, rhs_buffer, out_slot, deps);
+        computes.push_back(ids);
+        block_readers.insert(block_readers.end(), ids.begin(), ids.end());
+        ++step;
+        ++tiles;
+        storePart(part, items, out_rows, out_cols, out_slot, ids);
+      }
+    }
+  }
+}
+
+// A matmul whose rhs has no batch dimensions folds its lhs batch into M (one big
+// product, split by rows over the cores); otherwise the batch is split over the cores.
+void Lowerer::lowerMatMul(const ir::Op& op) {
+  using Axis = GemmOperand::Axis;
+  const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
+  const ir::Tensor& b = m_graph.tensor(op.inputs[1]);
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  const size_t rank = out.shape.size();
+  const uint64_t m = static_cast<uint64_t>(out.shape[rank - 2]);
+  const uint64_t n = static_cast<uint64_t>(out.shape[rank - 1]);
+  const uint64_t k = static_cast<uint64_t>(op.transpose_a ? a.shape[a.shape.size() - 2] : a.shape.back());
+  if (k == 0 && m * n > 0) {
+    throw Error(ErrorKind::kUnsupported, "a matmul with an empty contracting dimension (K = 0) is not supported");
+  }
+  const auto batchOf = [](const ir::Shape& shape) {
+    return static_cast<uint64_t>(ir::elementCount(ir::Shape(shape.begin(), shape.end() - 2)));
+  };
+  const uint64_t batch = batchOf(out.shape);
+  const uint64_t cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
+  GemmJob job;
+  job.op = &op;
+  job.k = k;
+  job.n = n;
+  job.input_dtype = a.dtype;
+  job.output_dtype = out.dtype;
+  job.transpose_lhs = op.transpose_a;
+  job.transpose_rhs = op.transpose_b;
+  job.lhs = {op.inputs[0], a.bytes(), true, Axis::kWhole, 1, 1};
+  job.rhs = {op.inputs[1], b.bytes(), true, Axis::kWhole, 1, 1};
+  job.out = {op.outputs[0], out.bytes(), true, Axis::kWhole, 1, 1};
+  std::vector<Access> stores;
+  uint64_t tiles = 0, vmem = 0;
+  std::string tiling;
+  // (A transposed lhs is [..., K, M]: its rows do not stack, so only batch 1 folds.)
+  if (batchOf(b.shape) == 1 && (!op.transpose_a || batch == 1)) {
+    job.m_total = batch * m;
+    job.rhs.batched = false;
+    if (!op.transpose_a) job.lhs = {op.inputs[0], a.bytes(), true, Axis::kM, job.m_total, 1};
+    job.rhs.axis = op.transpose_b ? Axis::kN : Axis::kK;
+    job.rhs.extent = op.transpose_b ? n : k;
+    job.out = {op.outputs[0], out.bytes(), true, Axis::kM, job.m_total, 1};
+    job.items = {0, 1};
+    const std::vector<Span> rows = splitEvenly({0, job.m_total}, cores);
+    for (uint32_t core = 0; core < rows.size(); ++core) {
+      job.m = rows[core];
+      emitGemm(job, core, stores, tiles, vmem, tiling);
+    }
+  } else {
+    job.m_total = m;
+    job.m = {0, m};
+    job.items_total = batch;
+    const bool a_batched = batchOf(a.shape) > 1, b_batched = batchOf(b.shape) > 1;
+    job.lhs = {op.inputs[0], a.bytes(), a_batched, a_batched ? Axis::kItems : Axis::kWhole, batch, 1};
+    job.rhs = {op.inputs[1], b.bytes(), b_batched, b_batched ? Axis::kItems : Axis::kWhole, batch, 1};
+    job.out = {op.outputs[0], out.bytes(), true, Axis::kItems, batch, 1};
+    const std::vector<Span> items = splitEvenly({0, batch}, cores);
+    for (uint32_t core = 0; core < items.size(); ++core) {
+      job.items = items[core];
+      emitGemm(job, core, stores, tiles, vmem, tiling);
+    }
+  }
+  recordLowering(op, tiling, tiles, vmem);
+  finish(op, std::move(stores));
+}
+
+// A convolution runs on the MXUs as an implicit GEMM, one per group:
+//   forward      y[N*OH*OW, M/g]      = im2col(x)[N*OH*OW, C/g*KH*KW] x w^T
+//   input grad   cols[N*OH*OW, C/g*KH*KW] = dy[N*OH*OW, M/g] x w, then col2im adds the
+//                columns into dx (the same MACs as the forward pass; the col2im adds are
+//                not charged to the vector unit yet)
+//   weight grad  dw[M/g, C/g*KH*KW]   = dy^T[M/g, N*OH*OW]             x im2col(x)
+// The patch matrix is not built: its tiles read the image (the lhs' bytes are the
+// image's). The GEMM's rows are split over the cores; operands laid out along those
+// rows (whole images, or dy's channels for the weight gradient) split with them.
+void Lowerer::lowerConv(const ir::Op& op) {
+  using Axis = GemmOperand::Axis;
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
+  const ir::Tensor& second = m_graph.tensor(op.inputs[1]);
+  const ir::Shape& w = op.type == OpType::kConvGradWeight ? out.shape : second.shape;
+  const ir::Shape& x = op.type == OpType::kConvGradInput ? out.shape : first.shape;
+  const ir::Shape& y = op.type == OpType::kConv            ? out.shape
+                       : op.type == OpType::kConvGradInput ? first.shape
+                                                           : second.shape;
+  const auto g = static_cast<uint64_t>(op.conv.group);
+  const auto batch = static_cast<uint64_t>(x[0]);
+  const auto in_per_group = static_cast<uint64_t>(w[1]);
+  const uint64_t out_per_group = static_cast<uint64_t>(w[0]) / g;
+  const uint64_t window = static_cast<uint64_t>(w[2] * w[3]);
+  const uint64_t pixels = static_cast<uint64_t>(y[2] * y[3]);
+  GemmJob job;
+  job.op = &op;
+  job.items_total = g;
+  job.items = {0, g};
+  job.input_dtype = out.dtype;
+  job.output_dtype = out.dtype;
+  // With groups, channels of one group are strided in memory: dependencies take whole tensors.
+  const bool grouped = g > 1;
+  const auto along = [&](int tensor, Axis axis, uint64_t extent, uint64_t granule) {
+    return grouped ? GemmOperand{tensor, m_graph.tensor(tensor).bytes(), true, Axis::kWhole, 1, 1}
+                   : GemmOperand{tensor, m_graph.tensor(tensor).bytes(), true, axis, extent, granule};
+  };
+  switch (op.type) {
+    case OpType::kConv:
+      job.m_total = batch * pixels, job.k = in_per_group * window, job.n = out_per_group;
+      job.lhs = along(op.inputs[0], Axis::kM, job.m_total, pixels);
+      job.rhs = along(op.inputs[1], Axis::kWhole, 1, 1);
+      job.out = along(op.outputs[0], Axis::kM, job.m_total, pixels);
+      break;
+    case OpType::kConvGradInput:
+      job.m_total = batch * pixels, job.k = out_per_group, job.n = in_per_group * window;
+      job.lhs = along(op.inputs[0], Axis::kM, job.m_total, pixels);
+      job.rhs = along(op.inputs[1], Axis::kWhole, 1, 1);
+      job.out = along(op.outputs[0], Axis::kM, job.m_total, pixels);
+      break;
+    default:  // weight gradient: rows are output channels, the batch's pixels are contracted
+      job.m_total = out_per_group, job.k = batch * pixels, job.n = in_per_group * window;
+      job.lhs = along(op.inputs[1], Axis::kK, job.k, pixels);
+      job.rhs = along(op.inputs[0], Axis::kK, job.k, pixels);
+      job.out = along(op.outputs[0], Axis::kM, job.m_total, 1);
+      break;
+  }
+  std::vector<Access> stores;
+  uint64_t tiles = 0, vmem = 0;
+  std::string tiling;
+  const std::vector<Span> rows = splitEvenly({0, job.m_total}, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
+  for (uint32_t core = 0; core < rows.size(); ++core) {
+    job.m = rows[core];
+    emitGemm(job, core, stores, tiles, vmem, tiling);
+  }
+  recordLowering(op, tiling, tiles, vmem);
+  finish(op, std::move(stores));
+}
+
+}  // namespace tpusim::lowering

@@ -1,0 +1,124 @@
+// The lowering's shared machinery (internal to frontend/lower): HBM and VMEM
+// buffers, DMA loads and stores with the dependencies they imply, and the
+// per-op lowerings, split over lower.cpp (buffers, dispatch),
+// lower_gemm.cpp (MXU work) and lower_vector.cpp (vector unit and gathers).
+//
+// Dependencies follow byte ranges of the HBM buffers: a load waits for the
+// stores that wrote the bytes it reads, a store for the loads that read the
+// bytes it overwrites and for the stores that wrote them before. Within an op,
+// streamed tiles are double-buffered in VMEM: tile t's loads wait until tile
+// t-2 has been computed, and its compute until tile t-2 has been stored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+#include "frontend/passes/memory_plan.hpp"
+#include "sim/common/params.hpp"
+#include "traces/program.pb.h"
+
+namespace tpusim::lowering {
+
+struct ByteRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool overlaps(const ByteRange& other) const { return begin < other.end && other.begin < end; }
+};
+
+// [begin, end) along one dimension of a tile.
+struct Span {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t size() const { return end - begin; }
+};
+
+std::vector<Span> splitEvenly(Span whole, uint64_t parts);
+std::vector<Span> tilesOf(Span whole, uint64_t tile);
+std::string mib(uint64_t bytes);
+// prefix followed by number (out of line: GCC 12 warns falsely on an inlined "literal" + std::string).
+std::string numbered(const char* prefix, uint64_t number);
+// bytes * part / whole without overflow, rounded up so that no tile moves zero bytes of a non-empty operand.
+uint64_t fractionOf(uint64_t bytes, uint64_t part, uint64_t whole);
+program::DType toProgramDType(DType dtype);
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Graph& graph, const config::HardwareConfig& hw, program::ChipProgram& chip);
+  void run();
+
+ private:
+  struct Access {
+    ByteRange range;
+    uint32_t instruction;
+  };
+  struct Hazards {
+    std::vector<Access> writers;  // the stores whose writes are the buffer's current contents
+    std::vector<Access> readers;  // the loads that read it since
+  };
+
+  // ---- lower.cpp: buffers, instructions, transfers
+  void createHbmBuffers();
+  void lowerOp(const ir::Op& op);
+  uint32_t hbmOf(int tensor) const { return m_hbm_buffer[static_cast<size_t>(tensor)]; }
+  ByteRange whole(int tensor) const { return {0, m_graph.tensor(tensor).bytes()}; }
+  // Bytes [block(b) * unit, block(e) * unit) of `total`, for the rows [b, e) of `extent` rows
+  // laid out in contiguous blocks of `granule` rows (rounded outwards to whole blocks).
+  static ByteRange rowRange(uint64_t total, uint64_t extent, uint64_t granule, Span rows);
+  uint32_t addVmem(const ir::Op& op, uint32_t core, const std::string& what, DType dtype, uint64_t bytes);
+  program::Instruction& newInstruction(const ir::Op& op, const std::string& part, program::Unit unit, uint32_t core,
+                                       uint32_t unit_index);
+  // A DMA from HBM into `vmem` (engine 0): `bytes` of `hbm`, reading `range` for the dependencies.
+  uint32_t load(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range, uint64_t bytes,
+                uint32_t vmem, const std::vector<uint32_t>& deps);
+  uint32_t loadTensor(const ir::Op& op, uint32_t core, const std::string& part, int tensor, ByteRange range,
+                      uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps) {
+    return load(op, core, part, hbmOf(tensor), range, bytes, vmem, deps);
+  }
+  // A DMA from `vmem` into HBM (the last engine); the output's writes are recorded by finish().
+  uint32_t store(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,
+                 uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps);
+  uint32_t storeOutput(const ir::Op& op, uint32_t core, const std::string& part, ByteRange range, uint64_t bytes,
+                       uint32_t vmem, const std::vector<uint32_t>& deps) {
+    return store(op, core, part, hbmOf(op.outputs[0]), range, bytes, vmem, deps);
+  }
+  uint32_t vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
+                             uint64_t elements, uint32_t ops_per_element, DType dtype,
+                             const std::vector<uint32_t>& reads, uint32_t write, uint64_t bytes,
+                             const std::vector<uint32_t>& deps);
+  // The op's output now holds what `stores` wrote.
+  void finish(const ir::Op& op, std::vector<Access> stores);
+  void recordLowering(const ir::Op& op, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
+  uint64_t vmemBytes() const;
+  // Scratch HBM for per-core partial results; one region shared by all ops.
+  uint32_t scratchBuffer(uint64_t bytes);
+
+  // ---- lower_gemm.cpp
+  void lowerMatMul(const ir::Op& op);
+  void lowerConv(const ir::Op& op);
+  struct GemmOperand;
+  struct GemmJob;
+  void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
+                std::string& tiling);
+
+  // ---- lower_vector.cpp
+  void lowerVector(const ir::Op& op);
+  void lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows, uint64_t elements, uint32_t ops_per_element);
+  void lowerGather(const ir::Op& op);
+  void lowerGatherGrad(const ir::Op& op);
+
+  const ir::Graph& m_graph;
+  const config::HardwareConfig& m_hw;
+  program::ChipProgram& m_chip;
+  MemoryPlan m_plan;
+  std::vector<std::string> m_layers;        // per op
+  std::vector<uint32_t> m_hbm_buffer;       // per tensor
+  std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)
+  std::vector<uint32_t> m_last_load;        // per core: the latest load emitted, or UINT32_MAX
+  std::vector<uint32_t> m_loads_before_op;  // m_last_load when the current op began
+  uint32_t m_scratch = UINT32_MAX;
+  uint64_t m_scratch_bytes = 0;
+};
+
+}  // namespace tpusim::lowering
