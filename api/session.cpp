@@ -2,8 +2,8 @@
 
 #include <filesystem>
 
+#include "frontend/compile.hpp"
 #include "frontend/import/onnx_import.hpp"
-#include "frontend/lower/lower.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "reference/cpu/cpu_executor.hpp"
@@ -43,7 +43,7 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   const std::string mode = request.mode.value_or("training");
   spdlog::debug("{} graph:\n{}", mode, built.graph.toString());
   const std::string name = std::filesystem::path(request.model_path).filename().string();
-  return lowerToProgram(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)});
+  return compileGraph(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)}).program;
 }
 
 ModelGraph buildModelGraph(const RunRequest& request) {

@@ -664,6 +664,71 @@ int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, R
                 TensorRole::kLoss);
 }
 
+const char* unitName(Unit unit) {
+  switch (unit) {
+    case Unit::kUnplaced: return "unplaced";
+    case Unit::kMxu: return "mxu";
+    case Unit::kVpu: return "vpu";
+    case Unit::kDma: return "dma";
+    case Unit::kView: return "view";
+  }
+  return "?";
+}
+
+Graph Graph::reordered(const std::vector<size_t>& order) const {
+  if (order.size() != m_ops.size()) throw Error(ErrorKind::kInternal, "reordered(): not a permutation of the ops");
+  Graph result = *this;
+  result.m_ops.clear();
+  std::vector<bool> ready(m_tensors.size(), false), used(m_ops.size(), false);
+  for (size_t t = 0; t < m_tensors.size(); ++t) ready[t] = m_producer[t] < 0;
+  for (size_t index : order) {
+    if (index >= m_ops.size() || used[index]) throw Error(ErrorKind::kInternal, "reordered(): not a permutation");
+    used[index] = true;
+    const Op& op = m_ops[index];
+    for (int input : op.inputs) {
+      if (!ready[static_cast<size_t>(input)]) {
+        throw Error(ErrorKind::kInternal, "reordered(): op '" + op.name + "' would read a tensor not yet written");
+      }
+    }
+    for (int output : op.outputs) {
+      ready[static_cast<size_t>(output)] = true;
+      result.m_producer[static_cast<size_t>(output)] = static_cast<int>(result.m_ops.size());
+    }
+    result.m_ops.push_back(op);
+  }
+  return result;
+}
+
+Graph Graph::withoutDeadOps() const {
+  std::vector<bool> needed(m_tensors.size(), false);
+  for (int output : m_outputs) needed[static_cast<size_t>(output)] = true;
+  std::vector<bool> keep(m_ops.size(), false);
+  for (size_t i = m_ops.size(); i-- > 0;) {
+    const Op& op = m_ops[i];
+    bool live = false;
+    for (int output : op.outputs) {
+      const Tensor& tensor = m_tensors[static_cast<size_t>(output)];
+      live = live || needed[static_cast<size_t>(output)] || tensor.role == TensorRole::kLoss || tensor.alias_of >= 0;
+    }
+    if (op.type == OpType::kReshape) {  // a view is needed when what reads it is
+      live = needed[static_cast<size_t>(op.outputs[0])];
+    }
+    if (!live) continue;
+    keep[i] = true;
+    for (int input : op.inputs) needed[static_cast<size_t>(input)] = true;
+  }
+  Graph result = *this;
+  result.m_ops.clear();
+  std::fill(result.m_producer.begin(), result.m_producer.end(), -1);
+  for (size_t i = 0; i < m_ops.size(); ++i) {
+    if (!keep[i]) continue;
+    for (int output : m_ops[i].outputs)
+      result.m_producer[static_cast<size_t>(output)] = static_cast<int>(result.m_ops.size());
+    result.m_ops.push_back(m_ops[i]);
+  }
+  return result;
+}
+
 std::string Graph::toString() const {
   std::ostringstream text;
   for (const Tensor& t : m_tensors) {
@@ -678,7 +743,13 @@ std::string Graph::toString() const {
     if (op.transpose_a || op.transpose_b) text << "[ta=" << op.transpose_a << ",tb=" << op.transpose_b << "]";
     text << "(";
     for (size_t i = 0; i < op.inputs.size(); ++i) text << (i ? ", " : "") << "%" << op.inputs[i];
-    text << ") : " << dtypeName(out.dtype) << shapeToString(out.shape) << "  # " << op.name << "\n";
+    text << ") : " << dtypeName(out.dtype) << shapeToString(out.shape);
+    if (op.placement != Unit::kUnplaced) text << " @" << unitName(op.placement);
+    if (op.fusion_group >= 0) text << " fused:" << op.fusion_group;
+    if (!op.mxu_padded.empty()) {
+      text << " padded:" << op.mxu_padded[0] << "x" << op.mxu_padded[1] << "x" << op.mxu_padded[2];
+    }
+    text << "  # " << op.name << "\n";
   }
   for (int output : m_outputs) text << "output %" << output << "\n";
   return text.str();

@@ -102,6 +102,10 @@ struct PoolGeometry {
   bool column_major_indices = false;  // argmax indices count the spatial dims in reverse (ONNX storage_order 1)
 };
 
+// Where an op runs (set by the placement pass).
+enum class Unit { kUnplaced, kMxu, kVpu, kDma, kView };
+const char* unitName(Unit unit);
+
 struct Op {
   std::string name;
   OpType type = OpType::kAdd;
@@ -120,6 +124,11 @@ struct Op {
   std::vector<int64_t> steps;              // Slice, SliceGrad: stride per dimension (negative walks back)
   ConvGeometry conv;                       // Conv and its gradients
   PoolGeometry pool;                       // Pool and its gradient
+
+  // Compiler annotations, set by frontend/passes (not by the builders).
+  int fusion_group = -1;  // index of the op leading the fusion group this op is in, or -1
+  Unit placement = Unit::kUnplaced;
+  std::vector<int64_t> mxu_padded;  // MatMul, Conv*: the GEMM's M, K, N rounded up to the MXU tile
 };
 
 class Graph {
@@ -188,6 +197,13 @@ class Graph {
   const Op* producer(int tensor) const;
 
   std::string toString() const;
+
+  // For passes: a copy with the ops in `order` (a permutation of op indices that must
+  // still be topological; throws otherwise), and access to the ops' annotations.
+  Graph reordered(const std::vector<size_t>& order) const;
+  Op& annotate(size_t op) { return m_ops.at(op); }
+  // Removes the ops whose outputs nothing reads (and that are not outputs, losses or in-place updates).
+  Graph withoutDeadOps() const;
 
  private:
   int newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role);

@@ -5,7 +5,10 @@
 #include <limits>
 
 #include "frontend/lower/lowerer.hpp"
+#include "frontend/passes/fusion.hpp"
 #include "frontend/passes/layers.hpp"
+#include "frontend/passes/mxu_padding.hpp"
+#include "frontend/passes/placement.hpp"
 #include "sim/common/error.hpp"
 #include "traces/program_format.hpp"
 
@@ -104,20 +107,31 @@ program::DType toProgramDType(DType dtype) {
   return program::DTYPE_UNSPECIFIED;
 }
 
-Lowerer::Lowerer(const ir::Graph& graph, const config::HardwareConfig& hw, program::ChipProgram& chip)
+Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw,
+                 program::ChipProgram& chip)
     : m_graph(graph),
       m_hw(hw),
       m_chip(chip),
-      m_plan(planMemory(graph)),
+      m_plan(plan),
       m_layers(assignLayers(graph)),
+      m_on_chip(onChipOnly(graph)),
       m_last_load(static_cast<size_t>(hw.chip().tensor_cores()), kNone) {}
 
 void Lowerer::run() {
   createHbmBuffers();
-  for (const ir::Op& op : m_graph.ops()) {
+  const std::vector<ir::Op>& ops = m_graph.ops();
+  for (size_t index = 0; index < ops.size(); ++index) {
+    const ir::Op& op = ops[index];
     m_loads_before_op = m_last_load;
+    // A fusion group's ops follow its leader and are lowered with it.
+    std::vector<const ir::Op*> members;
+    if (op.fusion_group == static_cast<int>(index)) {
+      while (index + 1 < ops.size() && ops[index + 1].fusion_group == op.fusion_group) {
+        members.push_back(&ops[++index]);
+      }
+    }
     try {
-      lowerOp(op);
+      lowerOp(op, members);
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
@@ -290,6 +304,13 @@ void Lowerer::recordLowering(const ir::Op& op, const std::string& tiling, uint64
   record->set_tiles(tiles);
   record->set_vmem_bytes(vmem_bytes);
   record->set_layer(m_layers[static_cast<size_t>(&op - m_graph.ops().data())]);
+  if (!op.mxu_padded.empty()) {
+    const std::array<int64_t, 3> gemm = gemmShapeOf(m_graph, op);
+    const double padded = static_cast<double>(op.mxu_padded[0]) * static_cast<double>(op.mxu_padded[1]) *
+                          static_cast<double>(op.mxu_padded[2]);
+    const double useful = static_cast<double>(gemm[0]) * static_cast<double>(gemm[1]) * static_cast<double>(gemm[2]);
+    record->set_mxu_mapping_efficiency(padded > 0 ? useful / padded : 0.0);
+  }
 }
 
 uint64_t Lowerer::vmemBytes() const {
@@ -312,22 +333,29 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   return m_scratch;
 }
 
-void Lowerer::lowerOp(const ir::Op& op) {
-  switch (op.type) {
-    case OpType::kReshape: return;  // a view: the output shares the input's HBM buffer
-    case OpType::kMatMul: return lowerMatMul(op);
-    case OpType::kGather: return lowerGather(op);
-    case OpType::kGatherGrad: return lowerGatherGrad(op);
-    case OpType::kConv:
-    case OpType::kConvGradInput:
-    case OpType::kConvGradWeight: return lowerConv(op);
-    default: return lowerVector(op);
+void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused) {
+  if (!fused.empty() && isFusibleElementwise(op.type)) {
+    std::vector<const ir::Op*> group = {&op};
+    group.insert(group.end(), fused.begin(), fused.end());
+    return lowerFusedVector(group);
+  }
+  switch (op.placement == ir::Unit::kUnplaced ? placementOf(op.type) : op.placement) {
+    case ir::Unit::kView: return;  // a reshape: the output shares the input's HBM buffer
+    case ir::Unit::kMxu: return op.type == OpType::kMatMul ? lowerMatMul(op, fused) : lowerConv(op, fused);
+    case ir::Unit::kDma: return lowerGather(op);
+    case ir::Unit::kVpu:
+    case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(op);
   }
 }
 
 }  // namespace lowering
 
 program::Program lowerToProgram(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options) {
+  return lowerToProgram(graph, planMemory(graph), hw, options);
+}
+
+program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, const HardwareParams& hw,
+                                const LowerOptions& options) {
   program::Program result;
   result.set_format(kProgramFormat);
   result.set_schema_version(kProgramSchemaVersion);
@@ -337,7 +365,7 @@ program::Program lowerToProgram(const ir::Graph& graph, const HardwareParams& hw
   result.set_batch(options.batch);
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);
-  lowering::Lowerer(graph, hw.config(), *chip).run();
+  lowering::Lowerer(graph, plan, hw.config(), *chip).run();
   return result;
 }
 

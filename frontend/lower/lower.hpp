@@ -15,6 +15,7 @@
 #include <string>
 
 #include "frontend/ir/graph.hpp"
+#include "frontend/passes/memory_plan.hpp"
 #include "sim/common/params.hpp"
 #include "traces/program.pb.h"
 
@@ -29,5 +30,8 @@ struct LowerOptions {
 // Throws Error (kResource) when the tensors do not fit HBM (naming the
 // largest) or one op's working set does not fit VMEM (naming the op).
 program::Program lowerToProgram(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options);
+// With the graph's memory plan already made (frontend/compile.hpp times it apart).
+program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, const HardwareParams& hw,
+                                const LowerOptions& options);
 
 }  // namespace tpusim

@@ -1,5 +1,6 @@
 // MXU work: matmuls and convolutions as GEMMs, blocked to fit VMEM (tiling.hpp).
 #include <algorithm>
+#include <cmath>
 
 #include "frontend/lower/lowerer.hpp"
 #include "frontend/lower/tiling.hpp"
@@ -50,6 +51,8 @@ struct Lowerer::GemmJob {
   DType input_dtype = DType::kF32;
   DType output_dtype = DType::kF32;
   bool transpose_lhs = false, transpose_rhs = false;
+  const std::vector<const ir::Op*>* epilogue = nullptr;  // elementwise ops fused behind it
+  std::vector<std::vector<Access>>* epilogue_stores = nullptr;
 };
 
 void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles,
@@ -58,7 +61,26 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   const ir::Op& op = *job.op;
   const uint64_t mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
   const uint64_t align = static_cast<uint64_t>(m_hw.mxu().cols());
-  const uint64_t vmem = vmemBytes();
+  const bool fusing = job.epilogue && !job.epilogue->empty();
+  const FusedFootprint footprint = fusing ? fusedFootprint(*job.epilogue, job.out.tensor) : FusedFootprint{};
+  if (footprint.resident >= vmemBytes()) {
+    throw Error(ErrorKind::kResource, "the ops fused behind '" + op.name + "' hold " + mib(footprint.resident) +
+                                          " of VMEM, more than there is");
+  }
+  const uint64_t vmem = vmemBytes() - footprint.resident;
+  std::unique_ptr<Fused> fused;
+  if (fusing) {
+    fused = std::make_unique<Fused>();
+    fused->ops = *job.epilogue;
+    fused->core = core;
+    fused->shape = m_graph.tensor(job.out.tensor).shape;
+    fused->stores.resize(job.epilogue->size());
+  }
+  const bool store_out = !m_on_chip[static_cast<size_t>(job.out.tensor)];
+  const auto grow = [&](uint32_t buffer, uint64_t bytes) {
+    program::Buffer* b = m_chip.mutable_buffers(static_cast<int>(buffer));
+    b->set_bytes(std::max(b->bytes(), bytes));
+  };
 
   // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
   const auto extentOf = [&](const GemmOperand& operand, int dim) {  // dim 0: rows, 1: cols of the operand
@@ -122,6 +144,39 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     return steps.size() >= back ? steps[steps.size() - back] : std::vector<uint32_t>{};
   };
 
+  // An output tile is ready after `computes`: store it (unless only fused ops read it) and
+  // run the fused ops on it. Returns what must finish before its VMEM is reused.
+  const auto finishTile = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t out_slot,
+                              const std::vector<uint32_t>& computes) {
+    const uint64_t bytes = bytesOf(job.out, items.size(), rows.size(), cols.size());
+    grow(out_slot, bytes);
+    std::vector<uint32_t> done;
+    if (store_out) {
+      const ByteRange range = rangeOf(job.out, items, rows, cols);
+      const uint32_t id = storeOutput(op, core, part, range, bytes, out_slot, computes);
+      stores.push_back({range, id});
+      done.push_back(id);
+    }
+    if (fused) {
+      const auto range = [&](int tensor) {
+        GemmOperand like = job.out;
+        like.tensor = tensor;
+        return rangeOf(like, items, rows, cols);
+      };
+      const std::vector<uint32_t> ids =
+          emitFusedTile(*fused, part, bytes, job.out.total, range, job.out.tensor, out_slot, computes);
+      done.insert(done.end(), ids.begin(), ids.end());
+    }
+    return done;
+  };
+  const auto finishFusedCore = [&]() {
+    if (!fused) return;
+    for (size_t i = 0; i < fused->stores.size(); ++i) {
+      auto& into = (*job.epilogue_stores)[i];
+      into.insert(into.end(), fused->stores[i].begin(), fused->stores[i].end());
+    }
+  };
+
   // Items small enough to take several at once go through in groups: one load of each
   // operand and one store per group, a product per item on the MXUs.
   const GemmShape item{job.m.size(),
@@ -129,7 +184,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                        job.n,
                        element(job.lhs, job.m_total, job.k),
                        element(job.rhs, job.k, job.n),
-                       element(job.out, job.m_total, job.n)};
+                       element(job.out, job.m_total, job.n) + footprint.bytes_per_element};
   const double item_bytes = static_cast<double>(job.m.size()) * static_cast<double>(job.k) * item.lhs_element +
                             static_cast<double>(job.k * job.n) * item.rhs_element +
                             static_cast<double>(job.m.size() * job.n) * item.out_element;
@@ -146,6 +201,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       const uint64_t cols = operand == &job.lhs ? job.k : job.n;
       if (operand->batched) per_item += bytesOf(*operand, 1, rows, cols);
     }
+    per_item +=
+        static_cast<uint64_t>(std::ceil(footprint.bytes_per_element * static_cast<double>(job.m.size() * job.n)));
     const uint64_t group = rowsPerTile(count, per_item, resident, vmem, "op '" + op.name + "'");
     const std::vector<Span> groups = tilesOf(job.items, group);
     uint32_t shared[2] = {UINT32_MAX, UINT32_MAX};
@@ -184,9 +241,6 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                                    rangeOf(operand, items, {0, rows}, {0, cols}), bytes, slots[side][slot],
                                    last(computes, 2)));
       }
-      const uint64_t out_bytes = bytesOf(job.out, items.size(), job.m.size(), job.n);
-      program::Buffer* out_buffer = m_chip.mutable_buffers(static_cast<int>(slots[2][slot]));
-      out_buffer->set_bytes(std::max(out_buffer->bytes(), out_bytes));
       std::vector<uint32_t> deps = loads;
       const std::vector<uint32_t> drained = last(drains, 2);
       deps.insert(deps.end(), drained.begin(), drained.end());
@@ -196,12 +250,10 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
             compute(numbered("b", i) + ".", job.m.size(), job.k, job.n, reads[0], reads[1], slots[2][slot], deps);
         group_computes.insert(group_computes.end(), ids.begin(), ids.end());
       }
-      const ByteRange range = rangeOf(job.out, items, job.m, {0, job.n});
-      const uint32_t stored = storeOutput(op, core, numbered("g", t), range, out_bytes, slots[2][slot], group_computes);
-      stores.push_back({range, stored});
       computes.push_back(group_computes);
-      drains.push_back({stored});
+      drains.push_back(finishTile(numbered("g", t), items, job.m, {0, job.n}, slots[2][slot], group_computes));
     }
+    finishFusedCore();
     tiles += groups.size();
     vmem_held = std::max(vmem_held, resident + (groups.size() > 1 ? 2 : 1) * per_item * group);
     if (tiling_text.empty()) tiling_text = numbered("items ", group) + " per tile";
@@ -217,10 +269,6 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     slots[1][s] = addVmem(op, core, numbered("rhs.s", s), job.input_dtype, 0);
     slots[2][s] = addVmem(op, core, numbered("out.s", s), job.output_dtype, 0);
   }
-  const auto grow = [&](uint32_t buffer, uint64_t bytes) {
-    program::Buffer* b = m_chip.mutable_buffers(static_cast<int>(buffer));
-    b->set_bytes(std::max(b->bytes(), bytes));
-  };
   std::vector<std::vector<uint32_t>> computes;  // per streamed step: the MXU instructions reading its slot
   std::vector<std::vector<uint32_t>> drains;    // per output tile: its store
   size_t step = 0;
@@ -235,12 +283,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   };
   const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
                              const std::vector<uint32_t>& deps) {
-    const uint64_t bytes = bytesOf(job.out, items.size(), rows.size(), cols.size());
-    grow(buffer, bytes);
-    const ByteRange range = rangeOf(job.out, items, rows, cols);
-    const uint32_t id = storeOutput(op, core, part, range, bytes, buffer, deps);
-    stores.push_back({range, id});
-    drains.push_back({id});
+    drains.push_back(finishTile(part, items, rows, cols, buffer, deps));
   };
 
   for (uint64_t index = job.items.begin; index < job.items.end; ++index) {
@@ -316,11 +359,12 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       }
     }
   }
+  finishFusedCore();
 }
 
 // A matmul whose rhs has no batch dimensions folds its lhs batch into M (one big
 // product, split by rows over the cores); otherwise the batch is split over the cores.
-void Lowerer::lowerMatMul(const ir::Op& op) {
+void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& epilogue) {
   using Axis = GemmOperand::Axis;
   const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
   const ir::Tensor& b = m_graph.tensor(op.inputs[1]);
@@ -339,6 +383,9 @@ void Lowerer::lowerMatMul(const ir::Op& op) {
   const uint64_t cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
   GemmJob job;
   job.op = &op;
+  std::vector<std::vector<Access>> epilogue_stores(epilogue.size());
+  job.epilogue = &epilogue;
+  job.epilogue_stores = &epilogue_stores;
   job.k = k;
   job.n = n;
   job.input_dtype = a.dtype;
@@ -381,6 +428,12 @@ void Lowerer::lowerMatMul(const ir::Op& op) {
   }
   recordLowering(op, tiling, tiles, vmem);
   finish(op, std::move(stores));
+  if (!epilogue.empty()) {
+    Fused members;
+    members.ops = epilogue;
+    members.stores = std::move(epilogue_stores);
+    finishFused(members, "fused behind " + op.name, tiles, vmem);
+  }
 }
 
 // A convolution runs on the MXUs as an implicit GEMM, one per group:
@@ -392,7 +445,7 @@ void Lowerer::lowerMatMul(const ir::Op& op) {
 // The patch matrix is not built: its tiles read the image (the lhs' bytes are the
 // image's). The GEMM's rows are split over the cores; operands laid out along those
 // rows (whole images, or dy's channels for the weight gradient) split with them.
-void Lowerer::lowerConv(const ir::Op& op) {
+void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epilogue) {
   using Axis = GemmOperand::Axis;
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
@@ -410,6 +463,9 @@ void Lowerer::lowerConv(const ir::Op& op) {
   const uint64_t pixels = static_cast<uint64_t>(y[2] * y[3]);
   GemmJob job;
   job.op = &op;
+  std::vector<std::vector<Access>> epilogue_stores(epilogue.size());
+  job.epilogue = &epilogue;
+  job.epilogue_stores = &epilogue_stores;
   job.items_total = g;
   job.items = {0, g};
   job.input_dtype = out.dtype;
@@ -450,6 +506,12 @@ void Lowerer::lowerConv(const ir::Op& op) {
   }
   recordLowering(op, tiling, tiles, vmem);
   finish(op, std::move(stores));
+  if (!epilogue.empty()) {
+    Fused members;
+    members.ops = epilogue;
+    members.stores = std::move(epilogue_stores);
+    finishFused(members, "fused behind " + op.name, tiles, vmem);
+  }
 }
 
 }  // namespace tpusim::lowering

@@ -10,7 +10,11 @@
 // t-2 has been computed, and its compute until tile t-2 has been stored.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -45,7 +49,7 @@ program::DType toProgramDType(DType dtype);
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& graph, const config::HardwareConfig& hw, program::ChipProgram& chip);
+  Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw, program::ChipProgram& chip);
   void run();
 
  private:
@@ -60,7 +64,7 @@ class Lowerer {
 
   // ---- lower.cpp: buffers, instructions, transfers
   void createHbmBuffers();
-  void lowerOp(const ir::Op& op);
+  void lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused);
   uint32_t hbmOf(int tensor) const { return m_hbm_buffer[static_cast<size_t>(tensor)]; }
   ByteRange whole(int tensor) const { return {0, m_graph.tensor(tensor).bytes()}; }
   // Bytes [block(b) * unit, block(e) * unit) of `total`, for the rows [b, e) of `extent` rows
@@ -94,9 +98,34 @@ class Lowerer {
   // Scratch HBM for per-core partial results; one region shared by all ops.
   uint32_t scratchBuffer(uint64_t bytes);
 
+  // ---- lower_fused.cpp: elementwise ops fused behind a producer (frontend/passes/fusion.hpp)
+  struct Fused {
+    std::vector<const ir::Op*> ops;
+    uint32_t core = 0;
+    ir::Shape shape;                                        // of every op's output
+    std::map<int, std::pair<uint32_t, uint32_t>> resident;  // tensor -> VMEM buffer, its load
+    std::map<int, std::array<uint32_t, 2>> slots;           // tiled tensor -> two VMEM buffers
+    std::vector<std::vector<Access>> stores;                // per op
+    std::vector<std::vector<uint32_t>> done;                // per tile
+  };
+  struct FusedFootprint {
+    double bytes_per_element = 0;  // of the group's output shape: tiles of inputs and outputs held in VMEM
+    uint64_t resident = 0;         // inputs of other shapes, loaded whole once per core
+  };
+  FusedFootprint fusedFootprint(const std::vector<const ir::Op*>& ops, int leader_out) const;
+  // Emits one tile of the group: each op on the vector unit, reading the leader's tile
+  // (`leader_buffer`, ready after `leader_deps`), earlier ops' tiles and its own inputs'
+  // tiles (`part_size` of `whole_size`, at the bytes `range` gives), and storing what is
+  // read outside the group. Returns the instructions after which the tile's VMEM is free.
+  std::vector<uint32_t> emitFusedTile(Fused& fused, const std::string& part, uint64_t part_size, uint64_t whole_size,
+                                      const std::function<ByteRange(int)>& range, int leader_out,
+                                      uint32_t leader_buffer, const std::vector<uint32_t>& leader_deps);
+  void finishFused(const Fused& fused, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
+  void lowerFusedVector(const std::vector<const ir::Op*>& ops);
+
   // ---- lower_gemm.cpp
-  void lowerMatMul(const ir::Op& op);
-  void lowerConv(const ir::Op& op);
+  void lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& epilogue);
+  void lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epilogue);
   struct GemmOperand;
   struct GemmJob;
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
@@ -111,8 +140,9 @@ class Lowerer {
   const ir::Graph& m_graph;
   const config::HardwareConfig& m_hw;
   program::ChipProgram& m_chip;
-  MemoryPlan m_plan;
+  const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op
+  std::vector<bool> m_on_chip;              // per tensor: fused away, never in HBM
   std::vector<uint32_t> m_hbm_buffer;       // per tensor
   std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)
   std::vector<uint32_t> m_last_load;        // per core: the latest load emitted, or UINT32_MAX

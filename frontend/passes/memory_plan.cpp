@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "frontend/passes/fusion.hpp"
+
 namespace tpusim {
 
 namespace {
@@ -62,10 +64,17 @@ MemoryPlan planMemory(const ir::Graph& graph) {
   }
   for (int output : graph.outputs()) last[static_cast<size_t>(plan.storage[static_cast<size_t>(output)])] = end;
 
+  // Tensors that stay in VMEM inside a fusion group, and ones nothing writes or reads,
+  // take no HBM.
+  const std::vector<bool> on_chip = onChipOnly(graph);
   std::vector<int> roots;
   for (const ir::Tensor& tensor : tensors) {
     if (plan.storage[static_cast<size_t>(tensor.id)] != tensor.id) continue;
     const size_t id = static_cast<size_t>(tensor.id);
+    if (on_chip[id] || (first[id] == end && last[id] < 0 && !persistent(tensor))) {
+      plan.unplanned_bytes += tensor.bytes();
+      continue;
+    }
     if (first[id] == end) first[id] = -1;  // neither written nor persistent: an unused input of a builder
     if (last[id] < first[id]) last[id] = first[id];
     roots.push_back(tensor.id);
@@ -141,6 +150,29 @@ MemoryPlan planMemory(const ir::Graph& graph) {
     plan.reuses[id] = plan.reuses[root];
   }
   return plan;
+}
+
+std::string describePlan(const ir::Graph& graph, const MemoryPlan& plan) {
+  std::string text = "peak " + std::to_string(plan.peak_bytes) + " B, live peak " +
+                     std::to_string(plan.live_peak_bytes) + " B, persistent " + std::to_string(plan.persistent_bytes) +
+                     " B, without reuse " + std::to_string(plan.unplanned_bytes) + " B\n";
+  const std::vector<bool> on_chip = onChipOnly(graph);
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    const size_t id = static_cast<size_t>(tensor.id);
+    if (plan.storage[id] != tensor.id) continue;
+    text.append("%").append(std::to_string(tensor.id)).append(" ").append(tensor.name);
+    if (on_chip[id]) {
+      text.append(": in VMEM only\n");
+      continue;
+    }
+    text.append(": +").append(std::to_string(plan.offset[id])).append(" ").append(std::to_string(tensor.bytes()));
+    text.append(" B, ops ")
+        .append(std::to_string(plan.first_op[id]))
+        .append("..")
+        .append(std::to_string(plan.last_op[id]));
+    text.append(plan.reuses[id] ? " (reuses)\n" : "\n");
+  }
+  return text;
 }
 
 }  // namespace tpusim

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
@@ -31,5 +32,8 @@ struct MemoryPlan {
 };
 
 MemoryPlan planMemory(const ir::Graph& graph);
+
+// The plan as text: its totals, then each planned tensor's offset, size and live ops.
+std::string describePlan(const ir::Graph& graph, const MemoryPlan& plan);
 
 }  // namespace tpusim

@@ -1,0 +1,62 @@
+#include "frontend/compile.hpp"
+
+#include <chrono>
+
+#include "frontend/passes/fusion.hpp"
+#include "frontend/passes/memory_plan.hpp"
+#include "frontend/passes/mxu_padding.hpp"
+#include "frontend/passes/placement.hpp"
+
+namespace tpusim {
+
+namespace {
+
+PassManager graphPasses(const HardwareParams& hw) {
+  PassManager passes;
+  const int64_t rows = hw.config().mxu().rows(), cols = hw.config().mxu().cols();
+  passes.add("dead_code", [](const ir::Graph& g) { return g.withoutDeadOps(); });
+  passes.add("fuse_elementwise", fuseElementwise);
+  passes.add("placement", placeOps);
+  passes.add("mxu_padding", [rows, cols](const ir::Graph& g) { return padToMxuTile(g, rows, cols); });
+  return passes;
+}
+
+}  // namespace
+
+std::vector<std::string> compilerPassNames() {
+  std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4")).names();
+  names.push_back("memory_plan");
+  names.push_back("lower");
+  return names;
+}
+
+Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options,
+                      const CompileOptions& compile) {
+  Compiled compiled;
+  const PassManager passes = graphPasses(hw);
+  std::vector<std::string> graph_prints;
+  bool print_plan = false;
+  for (const std::string& name : compile.print_ir_after) {
+    if (name == "memory_plan" || name == "lower") {
+      print_plan = print_plan || name == "memory_plan";
+      continue;
+    }
+    graph_prints.push_back(name);
+    print_plan = print_plan || name == "all";
+  }
+  const ir::Graph compiled_graph = passes.run(graph, graph_prints, compile.ir_out, compiled.timings);
+
+  auto start = std::chrono::steady_clock::now();
+  const MemoryPlan plan = planMemory(compiled_graph);
+  compiled.timings.push_back(
+      {"memory_plan", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  if (print_plan && compile.ir_out) *compile.ir_out << "// memory plan\n" << describePlan(compiled_graph, plan);
+
+  start = std::chrono::steady_clock::now();
+  compiled.program = lowerToProgram(compiled_graph, plan, hw, options);
+  compiled.timings.push_back(
+      {"lower", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  return compiled;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,39 @@
+// The compiler pipeline: the Graph -> Graph passes (frontend/passes), memory
+// planning, then lowering to a Program, each timed.
+//
+//   dead_code         drop ops nothing reads
+//   fuse_elementwise  elementwise chains behind their producer (passes/fusion.hpp)
+//   placement         the unit of each op (passes/placement.hpp)
+//   mxu_padding       GEMM shapes padded to the MXU tile (passes/mxu_padding.hpp)
+//   memory_plan       HBM offsets with reuse (passes/memory_plan.hpp)
+//   lower             the Program (lower/lower.hpp)
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+#include "frontend/lower/lower.hpp"
+#include "frontend/passes/pass_manager.hpp"
+#include "sim/common/params.hpp"
+
+namespace tpusim {
+
+struct CompileOptions {
+  std::vector<std::string> print_ir_after;  // pass names, or "all"
+  std::ostream* ir_out = nullptr;
+};
+
+struct Compiled {
+  program::Program program;
+  std::vector<PassTiming> timings;  // every pass, then memory_plan and lower
+};
+
+// The pass names, in order (for help texts and errors).
+std::vector<std::string> compilerPassNames();
+
+Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options,
+                      const CompileOptions& compile = {});
+
+}  // namespace tpusim

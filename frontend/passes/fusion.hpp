@@ -1,0 +1,29 @@
+// Elementwise fusion: chains of elementwise ops run tile by tile in VMEM behind the
+// op that feeds them, a matmul or convolution (as its epilogue) or another
+// elementwise op, instead of each making its own round trip through HBM.
+//
+// An elementwise op joins the group of the op producing one of its inputs when its
+// output has the group's shape, its other inputs exist before the group starts (or
+// come from the group), and nothing in between updates them in place. The pass moves
+// each group's ops next to each other (a valid order: see above) and marks them with
+// Op::fusion_group. A fused tensor that only its group reads never goes to HBM.
+#pragma once
+
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+
+namespace tpusim {
+
+// The most ops in one group (the VPU program of a tile stays short).
+inline constexpr size_t kMaxFusedOps = 8;
+
+bool isFusibleElementwise(ir::OpType type);
+bool isMxuOp(ir::OpType type);
+
+ir::Graph fuseElementwise(const ir::Graph& graph);
+
+// Per tensor: written and read only inside one fusion group (so it stays in VMEM).
+std::vector<bool> onChipOnly(const ir::Graph& graph);
+
+}  // namespace tpusim
