@@ -154,9 +154,9 @@ class Dlrm(nn.Module):
     13 dense features, bottom MLP 13-512-256-64-16, 26 embedding tables of dimension 16,
     pairwise dot interaction of the 27 vectors (351 products, lower triangle without the
     diagonal) concatenated with the bottom MLP's output (16 + 351 = 367), top MLP
-    367-512-256-1. Two scale-downs, both so that one training step fits the simulator
-    (no tiling yet): each table has at most `max_rows` rows (the Kaggle cardinalities
-    below, capped), and the top MLP ends in 2 logits (click / no click, a softmax over two
+    367-512-256-1. Two changes: each table has at most `max_rows` rows (the Kaggle
+    cardinalities below, capped, which keeps a step's HBM footprint and simulation small;
+    33.8 M rows uncapped), and the top MLP ends in 2 logits (click / no click, a softmax over two
     classes is a sigmoid of their difference) so that training's softmax cross-entropy is
     the click loss."""
 
