@@ -245,5 +245,28 @@ TEST(OnnxImport, ExpandBroadcastsBothWays) {
   EXPECT_EQ(model.graph.ops()[0].type, ir::OpType::kBroadcastTo);
 }
 
+TEST(OnnxImport, CastAndExpandErrors) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64);
+  auto* to = b.node("Cast", {"x"}, "y").add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::DOUBLE);
+  b.output("y");
+  std::string message = importError(b.model());
+  EXPECT_NE(message.find("node 'y_node' (Cast)'s 'to' has ONNX element type 11, which tpusim does not support"),
+            std::string::npos)
+      << message;
+  b.model().mutable_graph()->mutable_node(0)->clear_attribute();
+  message = importError(b.model());
+  EXPECT_NE(message.find("Cast needs a 'to' type"), std::string::npos) << message;
+  testing::OnnxBuilder e;
+  e.input("x", {3, 1}).input("shape", {2}, onnx::TensorProto::INT64);
+  e.node("Expand", {"x", "shape"}, "y");
+  e.output("y");
+  message = importError(e.model());
+  EXPECT_NE(message.find("input 'shape' must be a constant integer tensor"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace tpusim
