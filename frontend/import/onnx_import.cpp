@@ -96,13 +96,44 @@ void Importer::addGraphInput(const onnx::ValueInfoProto& input) {
       m_result.graph.addInput(input.name(), shape, dtype, is_label ? ir::TensorRole::kLabel : ir::TensorRole::kInput);
 }
 
-int Importer::value(const std::string& name, const std::string& user) const {
+int Importer::value(const std::string& name, const std::string& user) {
   auto it = m_values.find(name);
-  if (it == m_values.end()) {
+  if (it != m_values.end()) return it->second;
+  auto constant = m_constants.find(name);
+  if (constant == m_constants.end()) {
     invalid(user + " uses '" + name +
             "', which no earlier node produces (the graph is cyclic, not in topological order, or incomplete)");
   }
-  return it->second;
+  const int id = m_result.graph.addConstant(name, constant->second.shape, constant->second.dtype);
+  m_result.initializers.emplace(name, constant->second);
+  m_values[name] = id;
+  return id;
+}
+
+const ir::TensorValue* Importer::constantValue(const std::string& name) const {
+  auto constant = m_constants.find(name);
+  if (constant != m_constants.end()) return &constant->second;
+  auto init = m_result.initializers.find(name);
+  auto tensor = m_values.find(name);
+  if (init == m_result.initializers.end() || tensor == m_values.end()) return nullptr;
+  // A float initializer is a weight (trained), not a constant; integers are shapes and indices.
+  const bool constant_role = m_result.graph.tensor(tensor->second).role == ir::TensorRole::kConstant;
+  return constant_role || !ir::TensorValue::isFloating(init->second.dtype) ? &init->second : nullptr;
+}
+
+void Importer::defineConstant(const onnx::NodeProto& node, int index, ir::TensorValue value) {
+  const std::string& name = node.output(index);
+  if (name.empty()) return;
+  if (m_values.count(name) || m_constants.count(name)) invalid(nodeLabel(node) + " redefines value '" + name + "'");
+  m_constants.emplace(name, std::move(value));
+}
+
+ir::Shape Importer::shapeOf(const std::string& name, const std::string& user) const {
+  auto constant = m_constants.find(name);
+  if (constant != m_constants.end()) return constant->second.shape;
+  auto it = m_values.find(name);
+  if (it == m_values.end()) invalid(user + " uses '" + name + "', which no earlier node produces");
+  return m_result.graph.tensor(it->second).shape;
 }
 
 void Importer::define(const onnx::NodeProto& node, int tensor) {
@@ -114,20 +145,20 @@ void Importer::define(const onnx::NodeProto& node, int tensor) {
 void Importer::defineOutput(const onnx::NodeProto& node, int index, int tensor) {
   const std::string& name = node.output(index);
   if (name.empty()) return;  // an optional output the model does not use
-  if (m_values.count(name)) invalid(nodeLabel(node) + " redefines value '" + name + "'");
+  if (m_values.count(name) || m_constants.count(name)) invalid(nodeLabel(node) + " redefines value '" + name + "'");
   m_result.graph.rename(tensor, name);
   m_values[name] = tensor;
 }
 
 std::vector<int64_t> Importer::constantInts(const onnx::NodeProto& node, int index, const std::string& label) const {
   const std::string& name = node.input(index);
-  auto it = m_result.initializers.find(name);
-  if (it == m_result.initializers.end() || ir::TensorValue::isFloating(it->second.dtype)) {
+  const ir::TensorValue* constant = constantValue(name);
+  if (constant == nullptr || ir::TensorValue::isFloating(constant->dtype)) {
     throw Error(ErrorKind::kUnsupported, label + ": input '" + name +
                                              "' must be a constant integer tensor (an initializer or a Constant): "
                                              "tpusim compiles static shapes");
   }
-  return it->second.ints;
+  return constant->ints;
 }
 
 int64_t Importer::normalizeAxis(int64_t axis, int64_t rank, const std::string& label) {
@@ -174,10 +205,7 @@ void Importer::importConstant(const onnx::NodeProto& node, const std::string& la
     throw Error(ErrorKind::kUnsupported, label + ": a Constant's '" + attr.name() + "' is not supported yet");
   }
   if (node.output_size() != 1) invalid(label + " must have one output");
-  const std::string& name = node.output(0);
-  if (m_values.count(name)) invalid(label + " redefines value '" + name + "'");
-  m_values[name] = m_result.graph.addConstant(name, value.shape, value.dtype);
-  m_result.initializers.emplace(name, std::move(value));
+  defineConstant(node, 0, std::move(value));
 }
 
 void Importer::importLoss(const onnx::NodeProto& node, const std::string& label, bool with_softmax) {
@@ -235,6 +263,7 @@ void Importer::importNode(const onnx::NodeProto& node) {
   const std::string label = nodeLabel(node);
   ir::Graph& g = m_result.graph;
   try {
+    if (foldNode(node, label)) return;
     if (type == "Gemm") {
       expectInputs(node, 2, 3);
       rejectAttributesExcept(node, {"alpha", "beta", "transA", "transB"});
@@ -323,6 +352,26 @@ void Importer::importNode(const onnx::NodeProto& node) {
     } else if (type == "Constant") {
       expectInputs(node, 0, 0);
       importConstant(node, label);
+    } else if (type == "Identity") {
+      expectInputs(node, 1, 1);
+      const int x = value(node.input(0), label);
+      define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // a view
+    } else if (type == "Cast") {
+      expectInputs(node, 1, 1);
+      rejectAttributesExcept(node, {"to", "saturate"});
+      if (!attribute(node, "to")) invalid(label + ": Cast needs a 'to' type");
+      define(node, g.cast(opName(node), value(node.input(0), label),
+                          fromOnnxType(static_cast<int32_t>(intAttribute(node, "to", 0)), label + "'s 'to'")));
+    } else if (type == "Expand") {
+      expectInputs(node, 2, 2);
+      const int x = value(node.input(0), label);
+      // Expand broadcasts both ways: the output is the broadcast of x's shape and the given one.
+      const ir::Shape shape = ir::broadcastShapes(g.tensor(x).shape, constantInts(node, 1, label));
+      define(node, g.broadcastTo(opName(node), x, shape, ir::TensorRole::kActivation));
+    } else if (type == "Gelu") {
+      importGelu(node, label);
+    } else if (type == "Dropout") {
+      importDropout(node, label);
     } else if (type == "Softmax" || type == "LogSoftmax") {
       expectInputs(node, 1, 1);
       rejectAttributesExcept(node, {"axis"});
@@ -347,11 +396,15 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, AveragePool, BatchNormalization, Concat, Constant, Conv, Div, Erf, Exp, Flatten, Gather, Gemm, "
-         "GlobalAveragePool, LayerNormalization, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, Pow, "
-         "Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Sigmoid, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, "
-         "Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+  return "Abs, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, Conv, Div, Dropout, "
+         "Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, Greater, GreaterOrEqual, Identity, "
+         "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
+         "NegativeLogLikelihoodLoss, Pow, Range, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Shape, Sigmoid, "
+         "Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+}
+
+const char* compileTimeOnnxOps() {
+  return "ConstantOfShape, Equal, Greater, GreaterOrEqual, Less, LessOrEqual, Range, Shape, Size";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

@@ -41,6 +41,10 @@ struct ImportedModel {
 
 // The ops the importer understands, for error messages and docs.
 const char* supportedOnnxOps();
+// Those of them that tpusim evaluates only while compiling, so their inputs must be
+// compile-time constants (shapes, Constants, integer initializers): Shape and Size read
+// static shapes, the others compute on constants.
+const char* compileTimeOnnxOps();
 
 // Reads and imports a file; every problem is an Error naming the file and the node.
 ImportedModel importOnnxFile(const std::string& path, const OnnxImportOptions& options);

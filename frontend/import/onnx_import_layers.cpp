@@ -268,11 +268,19 @@ void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& l
 }
 
 void Importer::importSlice(const onnx::NodeProto& node, const std::string& label) {
-  expectInputCount(node, 3, 5, label);
-  rejectAttributesExcept(node, {});
   ir::Graph& g = m_result.graph;
   const int x = value(node.input(0), label);
-  const ir::Shape shape = g.tensor(x).shape;
+  std::vector<int64_t> first;
+  std::vector<int64_t> stride;
+  ir::Shape out;
+  sliceGeometry(node, label, g.tensor(x).shape, first, stride, out);
+  define(node, g.stridedSlice(opName(node), x, first, stride, out));
+}
+
+void Importer::sliceGeometry(const onnx::NodeProto& node, const std::string& label, const ir::Shape& shape,
+                             std::vector<int64_t>& first, std::vector<int64_t>& stride, ir::Shape& out) const {
+  expectInputCount(node, 3, 5, label);
+  rejectAttributesExcept(node, {});
   const auto rank = static_cast<int64_t>(shape.size());
   const std::vector<int64_t> starts = constantInts(node, 1, label);
   const std::vector<int64_t> ends = constantInts(node, 2, label);
@@ -287,9 +295,9 @@ void Importer::importSlice(const onnx::NodeProto& node, const std::string& label
   if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
     invalid(label + ": starts, ends, axes and steps must have the same length");
   }
-  std::vector<int64_t> first(shape.size(), 0);
-  std::vector<int64_t> stride(shape.size(), 1);
-  ir::Shape out = shape;
+  first.assign(shape.size(), 0);
+  stride.assign(shape.size(), 1);
+  out = shape;
   std::vector<bool> seen(shape.size(), false);
   for (size_t i = 0; i < starts.size(); ++i) {
     const int64_t axis = normalizeAxis(axes[i], rank, label);
@@ -312,7 +320,6 @@ void Importer::importSlice(const onnx::NodeProto& node, const std::string& label
     first[static_cast<size_t>(axis)] = out[static_cast<size_t>(axis)] == 0 ? 0 : start;
     stride[static_cast<size_t>(axis)] = step;
   }
-  define(node, g.stridedSlice(opName(node), x, first, stride, out));
 }
 
 void Importer::importSplit(const onnx::NodeProto& node, const std::string& label) {
@@ -345,6 +352,70 @@ void Importer::importSplit(const onnx::NodeProto& node, const std::string& label
     start += sizes[i];
   }
   if (start != dim) invalid(label + ": split sizes do not add up to the dimension");
+}
+
+void Importer::importGelu(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 1, 1, label);
+  rejectAttributesExcept(node, {"approximate"});
+  const auto* approximate = attribute(node, "approximate");
+  const std::string mode = approximate ? approximate->s() : "none";
+  if (mode != "none" && mode != "tanh") invalid(label + ": unknown approximate '" + mode + "' (none or tanh)");
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const DType dtype = g.tensor(x).dtype;
+  int inner = -1;
+  if (mode == "none") {
+    inner = g.unary(ir::UnaryKind::kErf, name + ".erf",
+                    g.binary(ir::OpType::kMul, name + ".scaled", x,
+                             scalarConstant(name + ".inv_sqrt2", dtype, 0.70710678118654752f)));
+  } else {
+    const int cube = g.binary(ir::OpType::kMul, name + ".cube", g.binary(ir::OpType::kMul, name + ".square", x, x), x);
+    const int sum =
+        g.add(name + ".sum", x,
+              g.binary(ir::OpType::kMul, name + ".cubic", cube, scalarConstant(name + ".c", dtype, 0.044715f)));
+    inner = g.unary(ir::UnaryKind::kTanh, name + ".tanh",
+                    g.binary(ir::OpType::kMul, name + ".scaled", sum,
+                             scalarConstant(name + ".sqrt_2_over_pi", dtype, 0.79788456080286536f)));
+  }
+  const int one_plus = g.add(name + ".one_plus", inner, scalarConstant(name + ".one", dtype, 1.0f));
+  const int half_x = g.binary(ir::OpType::kMul, name + ".half_x", x, scalarConstant(name + ".half", dtype, 0.5f));
+  define(node, g.binary(ir::OpType::kMul, name, half_x, one_plus));
+}
+
+void Importer::importDropout(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 1, 3, label);
+  rejectAttributesExcept(node, {"seed"});
+  ir::Graph& g = m_result.graph;
+  bool training = false;
+  if (node.input_size() == 3 && !node.input(2).empty()) {
+    const std::vector<int64_t> mode = constantInts(node, 2, label);
+    training = !mode.empty() && mode[0] != 0;
+  }
+  if (training) {
+    float ratio = 0.5f;
+    if (node.input_size() >= 2 && !node.input(1).empty()) {
+      const ir::TensorValue* given = constantValue(node.input(1));
+      if (given == nullptr || given->floats.size() != 1) {
+        throw Error(ErrorKind::kUnsupported, label + ": a training-mode Dropout needs a constant ratio");
+      }
+      ratio = given->floats[0];
+    }
+    if (ratio > 0.0f) {
+      throw Error(ErrorKind::kUnsupported, label + ": training-mode Dropout with ratio " + std::to_string(ratio) +
+                                               " draws a random mask, which tpusim does not model (export in "
+                                               "eval mode, or with ratio 0)");
+    }
+  }
+  if (node.output_size() < 1 || node.output_size() > 2) invalid(label + " has a wrong number of outputs");
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  defineOutput(node, 0, g.reshape(name, x, g.tensor(x).shape));  // the identity, as a view
+  if (node.output_size() == 2 && !node.output(1).empty()) {
+    ir::TensorValue mask{g.tensor(x).shape, DType::kBool, {}, {}};
+    mask.ints.assign(static_cast<size_t>(ir::elementCount(mask.shape)), 1);
+    defineConstant(node, 1, std::move(mask));
+  }
 }
 
 void Importer::importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {

@@ -1,6 +1,7 @@
 // Internal to frontend/import: the ONNX importer class, whose op families are
-// defined in onnx_import.cpp (graph, elementwise, losses) and
-// onnx_import_layers.cpp (convolution, pooling, normalization, shapes and views).
+// defined in onnx_import.cpp (graph, elementwise, losses),
+// onnx_import_layers.cpp (convolution, pooling, normalization, shapes and views) and
+// onnx_fold.cpp (nodes evaluated while compiling: shape arithmetic on constants).
 #pragma once
 
 #include <map>
@@ -89,7 +90,36 @@ class Importer {
 
   void addGraphInput(const onnx::ValueInfoProto& input);
 
-  int value(const std::string& name, const std::string& user) const;
+  // The graph tensor of an ONNX value; a compile-time constant enters the graph on first use.
+  int value(const std::string& name, const std::string& user);
+
+  // The value of `name` when it is known while compiling (a Constant, an integer
+  // initializer, a known input, or a folded node's result), else nullptr.
+  const ir::TensorValue* constantValue(const std::string& name) const;
+
+  // Records a compile-time constant; it becomes a graph tensor only if a graph op uses it.
+  void defineConstant(const onnx::NodeProto& node, int index, ir::TensorValue value);
+
+  // The shape of a value, constant or not, without bringing a constant into the graph.
+  ir::Shape shapeOf(const std::string& name, const std::string& user) const;
+
+  // Evaluates `node` while compiling when its inputs are all constants (Shape and Size
+  // need only the input's shape); returns false when it must run as graph ops. An op that
+  // exists only at compile time (Range, ConstantOfShape, the comparisons) with a runtime
+  // input is an "unsupported" error.
+  bool foldNode(const onnx::NodeProto& node, const std::string& label);
+
+  // Slice's clamped geometry over `shape`: the first index, step and length of every dimension.
+  void sliceGeometry(const onnx::NodeProto& node, const std::string& label, const ir::Shape& shape,
+                     std::vector<int64_t>& first, std::vector<int64_t>& stride, ir::Shape& out) const;
+
+  // Gelu (opset 20) as 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh" as
+  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+  void importGelu(const onnx::NodeProto& node, const std::string& label);
+
+  // Dropout is the identity unless its training_mode input is true with a ratio above 0,
+  // which is random and not supported; the optional mask output is then all true.
+  void importDropout(const onnx::NodeProto& node, const std::string& label);
 
   void define(const onnx::NodeProto& node, int tensor);
 
@@ -164,6 +194,7 @@ class Importer {
   bool m_first_input = true;
   ImportedModel m_result;
   std::map<std::string, int> m_values;
+  std::map<std::string, ir::TensorValue> m_constants;  // compile-time values not in the graph (yet)
   int m_unnamed = 0;
 };
 

@@ -108,6 +108,7 @@ const char* opTypeName(OpType type) {
     case OpType::kConv: return "Conv";
     case OpType::kConvGradInput: return "ConvGradInput";
     case OpType::kConvGradWeight: return "ConvGradWeight";
+    case OpType::kCast: return "Cast";
   }
   return "?";
 }
@@ -505,6 +506,13 @@ int Graph::pow(const std::string& name, int a, int b) {
   Op op = makeOp(name, OpType::kPow, {a, b});
   const DType dtype = ta.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+}
+
+int Graph::cast(const std::string& name, int x, DType dtype, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  Op op = makeOp(name, OpType::kCast, {x});
+  const Shape shape = tx.shape;
+  return append(std::move(op), name + ":out", shape, dtype, role);
 }
 
 int Graph::powGrad(const std::string& name, int dy, const Op& pow, bool of_exponent) {

@@ -74,6 +74,7 @@ enum class OpType {
   kConv,                     // 2-D convolution: x [N, C, H, W] * w [M, C/group, KH, KW] -> [N, M, OH, OW]
   kConvGradInput,            // dx of a Conv, from (dy, w)
   kConvGradWeight,           // dw of a Conv, from (x, dy)
+  kCast,  // out = x converted to the output's dtype (floats round to nearest even; to integers truncates)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
@@ -169,6 +170,8 @@ class Graph {
   int gather(const std::string& name, int data, int indices, int64_t axis);
   int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
   int pow(const std::string& name, int a, int b);
+  // Elementwise conversion of x to `dtype`.
+  int cast(const std::string& name, int x, DType dtype, TensorRole role = TensorRole::kActivation);
   int powGrad(const std::string& name, int dy, const Op& pow, bool of_exponent);
   int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);
   int pool(const std::string& name, int x, const PoolGeometry& geometry);

@@ -38,6 +38,7 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kSliceGrad: return 1;   // a copy
     case ir::OpType::kGatherGrad: return 1;  // add each gathered row into the zeroed table
     case ir::OpType::kWhere: return 1;       // select
+    case ir::OpType::kCast: return 1;        // one conversion
     case ir::OpType::kPow:
     case ir::OpType::kPowGrad: return 4;  // exp and log on the vector unit, as a few passes
     case ir::OpType::kPool:

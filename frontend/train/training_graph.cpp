@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "frontend/ir/tensor_value.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -86,7 +87,18 @@ class Backward {
                             : m_graph.matmul(base + "_a", dy, b, false, !tb, grad);
           accumulate(a, toShapeOf(da, a, base + "_a.sum"));
         }
-        if (needs(b)) {
+        const ir::Shape& a_shape = m_graph.tensor(a).shape;
+        if (needs(b) && !ta && m_graph.tensor(b).shape.size() == 2 && a_shape.size() > 2) {
+          // An unbatched rhs under a batched lhs: db sums over the batch, so fold the batch into the
+          // rows, db = a[B*M, K]^T dy[B*M, N], instead of a product per batch element summed after.
+          const int64_t k = a_shape.back();
+          const int64_t n = m_graph.tensor(dy).shape.back();
+          const int rows_a = m_graph.reshape(base + "_b.rows_a", a, {ir::elementCount(a_shape) / k, k}, grad);
+          const int rows_dy =
+              m_graph.reshape(base + "_b.rows_dy", dy, {ir::elementCount(m_graph.tensor(dy).shape) / n, n}, grad);
+          accumulate(b, tb ? m_graph.matmul(base + "_b", rows_dy, rows_a, true, false, grad)
+                           : m_graph.matmul(base + "_b", rows_a, rows_dy, true, false, grad));
+        } else if (needs(b)) {
           const int db = tb ? m_graph.matmul(base + "_b", dy, a, true, ta, grad)
                             : m_graph.matmul(base + "_b", a, dy, !ta, false, grad);
           accumulate(b, toShapeOf(db, b, base + "_b.sum"));
@@ -184,6 +196,31 @@ class Backward {
         const int zeros = m_graph.scale(base + ".zeros", dy, 0.0, grad);
         if (needs(x)) accumulate(x, toShapeOf(m_graph.where(base + "_x", a, dy, zeros, grad), x, base + "_x.sum"));
         if (needs(y)) accumulate(y, toShapeOf(m_graph.where(base + "_y", a, zeros, dy, grad), y, base + "_y.sum"));
+        break;
+      }
+      case OpType::kSoftmax:
+      case OpType::kLogSoftmax: {
+        // Softmax y: dx = y (dy - sum(dy y)); log-softmax y: dx = dy - exp(y) sum(dy); sums along the axis, kept.
+        if (!needs(a)) break;
+        const int y = op.outputs[0];
+        const bool log = op.type == OpType::kLogSoftmax;
+        const int p = log ? m_graph.unary(ir::UnaryKind::kExp, base + ".exp", y, grad) : y;
+        const int weighted = log ? dy : m_graph.binary(OpType::kMul, base + ".dy_y", dy, y, grad);
+        const int sum = m_graph.reduce(base + ".sum", weighted, ir::Reduction::kSum, {op.axis}, true);
+        if (log) {
+          accumulate(a, m_graph.binary(OpType::kSub, base, dy,
+                                       m_graph.binary(OpType::kMul, base + ".p_sum", p, sum, grad), grad));
+        } else {
+          accumulate(a, m_graph.binary(OpType::kMul, base, y,
+                                       m_graph.binary(OpType::kSub, base + ".centered", dy, sum, grad), grad));
+        }
+        break;
+      }
+      case OpType::kCast: {  // between float types the gradient is dy converted back; integers have none
+        const DType from = m_graph.tensor(a).dtype;
+        const DType to = m_graph.tensor(op.outputs[0]).dtype;
+        if (!needs(a) || !ir::TensorValue::isFloating(from) || !ir::TensorValue::isFloating(to)) break;
+        accumulate(a, from == to ? dy : m_graph.cast(base, dy, from, grad));
         break;
       }
       case OpType::kConv:
@@ -286,6 +323,10 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
       case OpType::kPow: out = graph.pow(op.name, in(0), in(1)); break;
+      case OpType::kCast: out = graph.cast(op.name, in(0), source.tensor(op.outputs[0]).dtype); break;
+      case OpType::kBroadcastTo:
+        out = graph.broadcastTo(op.name, in(0), source.tensor(op.outputs[0]).shape, TensorRole::kActivation);
+        break;
       case OpType::kPool: out = graph.pool(op.name, in(0), op.pool); break;
       case OpType::kReduce: out = graph.reduce(op.name, in(0), op.reduction, op.perm, op.keepdims); break;
       case OpType::kConcat: {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/conv.hpp"
@@ -438,6 +439,31 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
     case OpType::kConvGradWeight:
       convGradWeight(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv);
       break;
+    case OpType::kCast: {
+      // To a float type: the value, rounded below to the dtype. To an integer type: truncated
+      // toward zero (NaN to 0, clamped to int64), then wrapped to the width; to bool: non-zero.
+      const TensorValue& x = in(0);
+      const bool from_float = TensorValue::isFloating(x.dtype);
+      if (TensorValue::isFloating(out.dtype)) {
+        for (size_t i = 0; i < y.size(); ++i) y[i] = from_float ? x.floats[i] : static_cast<float>(x.ints[i]);
+      } else {
+        for (size_t i = 0; i < out.ints.size(); ++i) {
+          int64_t v = 0;
+          if (!from_float) {
+            v = x.ints[i];
+          } else if (out.dtype == DType::kBool) {
+            v = x.floats[i] != 0.0f;
+          } else if (!std::isnan(x.floats[i])) {
+            const double t = std::trunc(static_cast<double>(x.floats[i]));
+            v = t >= 9.2e18    ? std::numeric_limits<int64_t>::max()
+                : t <= -9.2e18 ? std::numeric_limits<int64_t>::min()
+                               : static_cast<int64_t>(t);
+          }
+          out.ints[i] = wrapTo(out.dtype, v);
+        }
+      }
+      break;
+    }
     case OpType::kSgdUpdate: {
       const std::vector<float>& w = in(0).floats;
       const std::vector<float>& g = in(1).floats;

@@ -196,3 +196,20 @@ def test_resnet50_at_a_batch_beyond_hbm_is_a_clear_error(tpusim_bin, tmp_path):
     assert result.returncode == 5
     assert "of HBM" in result.stderr and "largest live" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+ZOO = ["resnet50", "vit_b16", "bert_base", "gpt2_small", "dlrm", "mlp"]
+
+
+@pytest.mark.parametrize("mode", ["inference", "training"])
+@pytest.mark.parametrize("model", ZOO)
+def test_zoo_model_runs_at_batch_1(tpusim_bin, tmp_path, model, mode):
+    """Every zoo model (scripts/export_models.py) compiles and simulates one step at batch 1."""
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / f"{model}.onnx")
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--mode", mode, "--batch", "1", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["mode"] == mode and report["batch"] == 1
+    assert report["total_cycles"] > 0
+    if mode == "training":
+        assert any(op["type"] == "SgdUpdate" for op in report["ops"])

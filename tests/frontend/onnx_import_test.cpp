@@ -145,5 +145,128 @@ TEST(OnnxImport, FlattenSqueezeUnsqueeze) {
   EXPECT_EQ(model.graph.tensor(model.graph.outputs()[1]).shape, (ir::Shape{2, 3, 4}));
 }
 
+onnx::NodeProto& intsConstant(testing::OnnxBuilder& b, const std::string& name, std::vector<int64_t> values) {
+  auto& node = b.node("Constant", {}, name);
+  auto* attr = node.add_attribute();
+  attr->set_name("value_ints");
+  attr->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) attr->add_ints(v);
+  return node;
+}
+
+void stringAttribute(onnx::NodeProto& node, const std::string& name, const std::string& value) {
+  auto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::STRING);
+  attr->set_s(value);
+}
+
+TEST(OnnxImport, ShapeArithmeticFoldsWhileCompiling) {
+  // Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [-1])), as exporters write x.view(n, -1).
+  testing::OnnxBuilder b;
+  b.input("x", {-1, 3, 4});
+  b.node("Shape", {"x"}, "shape");
+  intsConstant(b, "zero", {0});
+  b.node("Gather", {"shape", "zero"}, "n");  // [1]
+  intsConstant(b, "minus_one", {-1});
+  auto& concat = b.node("Concat", {"n", "minus_one"}, "target");
+  auto* axis = concat.add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  b.node("Reshape", {"x", "target"}, "y");
+  auto* to = b.node("Cast", {"target"}, "as_float").add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::FLOAT);
+  b.output("y").output("as_float");
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{2});
+  const ir::Graph& g = model.graph;
+  EXPECT_EQ(g.tensor(g.outputs()[0]).shape, (ir::Shape{2, 12}));
+  // Only the Reshape is a graph op; the folded shape enters the graph only as an output.
+  ASSERT_EQ(g.ops().size(), 1u);
+  EXPECT_EQ(g.ops()[0].type, ir::OpType::kReshape);
+  EXPECT_EQ(model.initializers.at("as_float").floats, (std::vector<float>{2.0f, -1.0f}));
+}
+
+TEST(OnnxImport, CompileTimeOpsNeedConstantInputs) {
+  testing::OnnxBuilder b;
+  b.input("start", {1}).input("limit", {1}).input("delta", {1});
+  b.node("Range", {"start", "limit", "delta"}, "r");
+  b.output("r");
+  std::string message = importError(b.model());
+  EXPECT_NE(message.find("node 'r_node' (Range): tpusim evaluates Range only while compiling, and its input 'start' "
+                         "is computed at run time"),
+            std::string::npos)
+      << message;
+  OnnxImportOptions options;
+  for (const auto& [name, v] : {std::pair{"start", 1.0f}, {"limit", 2.0f}, {"delta", 0.25f}}) {
+    options.known_inputs[name] = ir::TensorValue{{}, DType::kF32, {v}, {}};
+  }
+  const ImportedModel model = importOnnxModel(b.model(), options);
+  EXPECT_EQ(model.initializers.at("r").floats, (std::vector<float>{1.0f, 1.25f, 1.5f, 1.75f}));
+  options.known_inputs["delta"].floats = {0.0f};
+  EXPECT_NE(importError(b.model(), options).find("Range's delta is 0"), std::string::npos);
+}
+
+TEST(OnnxImport, DropoutIsTheIdentityUnlessRandom) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3}).input("ratio", {1}).input("training", {1}, onnx::TensorProto::BOOL);
+  b.node("Dropout", {"x", "ratio", "training"}, "y");
+  b.output("y");
+  OnnxImportOptions options;
+  options.known_inputs["ratio"] = ir::TensorValue{{}, DType::kF32, {0.0f}, {}};
+  options.known_inputs["training"] = ir::TensorValue{{}, DType::kBool, {}, {1}};
+  const ImportedModel model = importOnnxModel(b.model(), options);
+  ASSERT_EQ(model.graph.ops().size(), 1u);
+  EXPECT_EQ(model.graph.ops()[0].type, ir::OpType::kReshape);
+  options.known_inputs["ratio"].floats = {0.1f};
+  const std::string message = importError(b.model(), options);
+  EXPECT_NE(message.find("training-mode Dropout with ratio 0.1"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, GeluApproximationMustBeKnown) {
+  testing::OnnxBuilder b(20);
+  b.input("x", {2, 3});
+  stringAttribute(b.node("Gelu", {"x"}, "y"), "approximate", "sigmoid");
+  b.output("y");
+  const std::string message = importError(b.model());
+  EXPECT_NE(message.find("unknown approximate 'sigmoid' (none or tanh)"), std::string::npos) << message;
+}
+
+TEST(OnnxImport, ExpandBroadcastsBothWays) {
+  testing::OnnxBuilder b;
+  b.input("x", {3, 1});
+  intsConstant(b, "shape", {2, 1, 4});
+  b.node("Expand", {"x", "shape"}, "y");
+  b.output("y");
+  const ImportedModel model = importOnnxModel(b.model(), {});
+  EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).shape, (ir::Shape{2, 3, 4}));
+  EXPECT_EQ(model.graph.ops()[0].type, ir::OpType::kBroadcastTo);
+}
+
+TEST(OnnxImport, CastAndExpandErrors) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3}).input("shape", {2}, onnx::TensorProto::INT64);
+  auto* to = b.node("Cast", {"x"}, "y").add_attribute();
+  to->set_name("to");
+  to->set_type(onnx::AttributeProto::INT);
+  to->set_i(onnx::TensorProto::DOUBLE);
+  b.output("y");
+  std::string message = importError(b.model());
+  EXPECT_NE(message.find("node 'y_node' (Cast)'s 'to' has ONNX element type 11, which tpusim does not support"),
+            std::string::npos)
+      << message;
+  b.model().mutable_graph()->mutable_node(0)->clear_attribute();
+  message = importError(b.model());
+  EXPECT_NE(message.find("Cast needs a 'to' type"), std::string::npos) << message;
+  testing::OnnxBuilder e;
+  e.input("x", {3, 1}).input("shape", {2}, onnx::TensorProto::INT64);
+  e.node("Expand", {"x", "shape"}, "y");
+  e.output("y");
+  message = importError(e.model());
+  EXPECT_NE(message.find("input 'shape' must be a constant integer tensor"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace tpusim

@@ -341,6 +341,69 @@ TEST(CpuExecutor, PowGradientsMatchFiniteDifferences) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 47), 0.1f), 2);
 }
 
+TEST(CpuExecutor, SoftmaxCastAndBatchedLhsGradientsMatchFiniteDifferences) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  // x [2, 3, 4] x w [4, 5]: an unbatched rhs, whose gradient folds the batch into rows.
+  const int x = g.addInput("x", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {4, 5}, DType::kF32), false, false);  // [2, 3, 5]
+  h = g.cast("cast", h, DType::kF32);
+  const int p = g.softmax("softmax", h, 1, false);  // along the middle axis
+  const int lp = g.softmax("log_softmax", h, -1, true);
+  const int y = g.add("sum", g.binary(ir::OpType::kMul, "weigh", p, h), lp);
+  g.markOutput(g.reshape("rows", g.reduce("pool", y, ir::Reduction::kSum, {1}, false), {2, 5}));
+  model.batch = 2;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 23), 0.1f), 1);
+}
+
+TEST(CpuExecutor, CastRoundsTruncatesAndWraps) {
+  ir::Graph g;
+  const int x = g.addInput("x", {5}, DType::kF32, ir::TensorRole::kInput);
+  const int to_f16 = g.cast("f16", x, DType::kF16);
+  const int to_bf16 = g.cast("bf16", x, DType::kBF16);
+  const int to_int = g.cast("int8", x, DType::kInt8);
+  const int to_bool = g.cast("bool", x, DType::kBool);
+  const int back = g.cast("back", to_int, DType::kF32);
+  const auto values =
+      CpuExecutor(g, CpuOptions{})
+          .run({{"x",
+                 ir::TensorValue{{5}, DType::kF32, {1.0f + 1.0f / 4096.0f, -2.75f, 300.5f, 0.0f, 1.00390625f}, {}}}});
+  // f16 has 10 fraction bits: 1 + 2^-12 rounds to 1; bf16 has 7: 1 + 2^-8 is a tie, to even (1).
+  EXPECT_EQ(values[static_cast<size_t>(to_f16)].floats, (std::vector<float>{1.0f, -2.75f, 300.5f, 0.0f, 1.00390625f}));
+  EXPECT_EQ(values[static_cast<size_t>(to_bf16)].floats, (std::vector<float>{1.0f, -2.75f, 300.0f, 0.0f, 1.0f}));
+  // To integers: truncated toward zero, then wrapped to 8 bits (300 -> 44).
+  EXPECT_EQ(values[static_cast<size_t>(to_int)].ints, (std::vector<int64_t>{1, -2, 44, 0, 1}));
+  EXPECT_EQ(values[static_cast<size_t>(to_bool)].ints, (std::vector<int64_t>{1, 1, 1, 0, 1}));
+  EXPECT_EQ(values[static_cast<size_t>(back)].floats, (std::vector<float>{1.0f, -2.0f, 44.0f, 0.0f, 1.0f}));
+}
+
+TEST(CpuExecutor, GeluMatchesItsClosedForms) {
+  for (const std::string mode : {"none", "tanh"}) {
+    testing::OnnxBuilder b(20);
+    b.input("x", {4});
+    auto& node = b.node("Gelu", {"x"}, "y");
+    auto* attr = node.add_attribute();
+    attr->set_name("approximate");
+    attr->set_type(onnx::AttributeProto::STRING);
+    attr->set_s(mode);
+    b.output("y");
+    const ImportedModel model = importOnnxModel(b.model(), {});
+    auto feeds = model.initializers;
+    const std::vector<float> x = {-2.0f, -0.5f, 0.0f, 1.5f};
+    feeds["x"] = ir::TensorValue{{4}, DType::kF32, x, {}};
+    const auto values = CpuExecutor(model.graph, CpuOptions{}).run(feeds);
+    const auto& y = values[static_cast<size_t>(model.graph.outputs()[0])].floats;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double v = x[i];
+      const double expected = mode == "none"
+                                  ? 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)))
+                                  : 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+      EXPECT_NEAR(y[i], expected, 1e-6) << mode << " at " << v;
+    }
+  }
+}
+
 TEST(CpuExecutor, SgdUpdateIsExact) {
   const MlpStep step(8);
   const auto values = CpuExecutor(step.graph, CpuOptions{}).run(step.feeds);

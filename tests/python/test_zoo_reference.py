@@ -1,0 +1,83 @@
+"""The zoo's own PyTorch definitions (scripts/export_models.py), shrunk and exported with
+their weights, run on the CPU reference executor against PyTorch's forward pass. This
+checks what importing the zoo takes: the folded shape arithmetic, Cast, the attention
+masks (Where, Expand), Gelu's erf and tanh forms, Split and the tied head. Needs Debian's
+python3-torch and python3-torchvision (skipped without them)."""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import tpusim
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+torchvision = pytest.importorskip("torchvision")
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
+import export_models  # noqa: E402
+
+
+def check(tmp_path, name, model, example, input_names, feeds, train=False):
+    path = tmp_path / f"{name}.onnx"
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for parameter in model.parameters():  # away from the zero biases of the init
+            parameter.add_(torch.randn_like(parameter) * 0.1)
+    model.eval()
+    export_models.export(model, example, path, input_names, input_names + ["logits"], keep_weights=True)
+    with torch.no_grad():
+        expected = model(*[torch.from_numpy(feeds[n]) for n in input_names]).numpy()
+    out = tpusim.reference(str(path), feeds, mode="inference", batch=2)
+    np.testing.assert_allclose(out["logits"], expected, rtol=1e-4, atol=1e-5)
+    if not train:
+        return
+    # One SGD step of softmax cross-entropy (mean over the rows), against PyTorch's.
+    labels = np.arange(expected.shape[0], dtype=np.int64) % expected.shape[1]
+    lr = 0.5
+    out = tpusim.reference(str(path), {**feeds, "labels": labels}, batch=2, learning_rate=lr)
+    model.zero_grad()
+    logits = model(*[torch.from_numpy(feeds[n]) for n in input_names])
+    torch.nn.functional.cross_entropy(logits, torch.from_numpy(labels)).backward()
+    for parameter_name, parameter in model.named_parameters():
+        updated = (parameter - lr * parameter.grad).detach().numpy()
+        np.testing.assert_allclose(out[parameter_name + ":updated"], updated, rtol=1e-3, atol=1e-5,
+                                   err_msg=parameter_name)
+
+
+def test_bert_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = export_models.Bert(vocab=50, hidden=16, layers=2, heads=2, ffn=32, positions=16, classes=3)
+    ids = np.random.default_rng(0).integers(0, 50, size=(2, 8)).astype(np.int64)
+    types = (np.arange(8)[None, :] >= 4).astype(np.int64).repeat(2, axis=0)
+    mask = np.ones((2, 8), dtype=np.int64)
+    mask[1, 6:] = 0  # padding in the second sequence
+    example = tuple(torch.zeros(1, 8, dtype=torch.int64) for _ in range(3))
+    names = ["input_ids", "token_type_ids", "attention_mask"]
+    check(tmp_path, "bert", model, example, names, dict(zip(names, (ids, types, mask))), train=True)
+
+
+def test_gpt2_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = export_models.Gpt2(vocab=50, hidden=16, layers=2, heads=2, positions=16)
+    ids = np.random.default_rng(1).integers(0, 50, size=(2, 8)).astype(np.int64)
+    check(tmp_path, "gpt2", model, torch.zeros(1, 8, dtype=torch.int64), ["input_ids"], {"input_ids": ids}, train=True)
+
+
+def test_vit_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = torchvision.models.VisionTransformer(image_size=32, patch_size=16, num_layers=2, num_heads=2,
+                                                 hidden_dim=16, mlp_dim=32, num_classes=5)
+    image = np.random.default_rng(2).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    check(tmp_path, "vit", model, torch.zeros(1, 3, 32, 32), ["image"], {"image": image}, train=True)
+
+
+def test_dlrm_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = export_models.Dlrm(max_rows=5)
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((2, 13)).astype(np.float32)
+    sparse = rng.integers(0, 3, size=(2, 26)).astype(np.int64)
+    example = (torch.zeros(1, 13), torch.zeros(1, 26, dtype=torch.int64))
+    check(tmp_path, "dlrm", model, example, ["dense", "sparse"], {"dense": dense, "sparse": sparse},
+          train=True)
