@@ -7,6 +7,7 @@
 #include "reference/cpu/conv.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "reference/cpu/pool.hpp"
+#include "reference/cpu/training_kernels.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 
@@ -443,6 +444,34 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const std::vector<float>& g = in(1).floats;
       const auto rate = static_cast<float>(op.scalar);
       for (size_t i = 0; i < y.size(); ++i) y[i] = w[i] - rate * g[i];
+      break;
+    }
+    // Training: losses and optimizers (training_kernels.hpp).
+    case OpType::kMseLoss: y[0] = mseLoss(in(0).floats, in(1).floats); break;
+    case OpType::kMseLossGrad: mseLossGrad(in(0).floats, in(1).floats, y); break;
+    case OpType::kNllLossGrad: {
+      const ir::Shape& shape = in(0).shape;
+      const int64_t trailing = ir::elementCount(ir::Shape(shape.begin() + 2, shape.end()));
+      const std::vector<float> none;
+      nllLossGrad(in(1).ints, op.inputs.size() > 2 ? in(2).floats : none, y, shape[0], shape[1], trailing,
+                  op.reduction == ir::Reduction::kSum ? 1 : 2, op.ignore_index ? &*op.ignore_index : nullptr);
+      break;
+    }
+    case OpType::kOptimizerUpdate: {
+      if (op.update_target == ir::UpdateTarget::kStep) {
+        out.ints[0] = in(0).ints[0] + 1;
+        break;
+      }
+      UpdateOperands operands{in(0).floats, in(1).floats, in(2).ints.at(0), 1.0, {}, {}};
+      size_t next = 3;
+      if (op.has_rate_input) operands.rate_input = in(next++).floats.at(0);
+      const size_t states =
+          op.optimizer.kind == ir::OptimizerKind::kLars && op.update_target == ir::UpdateTarget::kFirstState
+              ? op.inputs.size() - next - 2
+              : op.inputs.size() - next;
+      for (size_t i = 0; i < states; ++i) operands.states.push_back(in(next++).floats);
+      while (next < op.inputs.size()) operands.scalars.push_back(in(next++).floats.at(0));
+      optimizerUpdate(op.optimizer, op.update_target, operands, y);
       break;
     }
   }

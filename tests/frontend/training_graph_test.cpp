@@ -85,13 +85,25 @@ TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
   EXPECT_EQ(countOps(training, ir::OpType::kSoftmaxCrossEntropy), 1);
 }
 
-TEST(TrainingGraph, LossesWithoutAGradientAreClearlyUnsupported) {
+// SoftmaxCrossEntropyLoss other than [N, C] mean is imported as LogSoftmax + NllLoss; both have
+// gradients, so it trains. A loss with reduction none is not a scalar, and has none.
+ImportedModel mlpWithLossReduction(const std::string& reduction) {
   auto b = testing::OnnxBuilder::mlpWithLoss();
   auto* attr = b.model().mutable_graph()->mutable_node(3)->add_attribute();  // the loss node
   attr->set_name("reduction");
   attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s("sum");
-  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  attr->set_s(reduction);
+  return importOnnxModel(b.model(), OnnxImportOptions{4});
+}
+
+TEST(TrainingGraph, DecomposedLossTrains) {
+  const ir::Graph graph = buildTrainingGraph(mlpWithLossReduction("sum"), TrainingOptions{});
+  EXPECT_EQ(countOps(graph, ir::OpType::kNllLossGrad), 1);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
+}
+
+TEST(TrainingGraph, LossesWithoutAGradientAreClearlyUnsupported) {
+  const ImportedModel model = mlpWithLossReduction("none");
   try {
     buildTrainingGraph(model, TrainingOptions{});
     FAIL() << "expected an error";
