@@ -227,10 +227,10 @@ class Graph {
   // kStep takes the step counter as `parameter` and ignores the others (pass -1).
   int optimizerUpdate(const std::string& name, const OptimizerConfig& config, UpdateTarget target, int parameter,
                       int gradient, int step, int rate, const std::vector<int>& extra);
-  // Appends a copy of `op` reading `inputs`, which must have the shapes and dtypes of op's
-  // inputs; the output is like op's (an alias of op's aliased input becomes one of its
-  // replacement). Returns the output id.
-  int cloneOp(const Op& op, const std::vector<int>& inputs, const std::string& name);
+  // Appends a copy of `op`, an op of `source` (this graph or another), reading `inputs`, which
+  // must have the shapes and dtypes of op's inputs; the output is like op's (an alias of op's
+  // aliased input becomes one of its replacement). Returns the output id.
+  int cloneOp(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name);
 
   void markOutput(int tensor) { m_outputs.push_back(tensor); }
   // Gives an existing tensor a user-facing name (an ONNX value name, say).

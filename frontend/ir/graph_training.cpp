@@ -140,17 +140,17 @@ int Graph::optimizerUpdate(const std::string& name, const OptimizerConfig& confi
   return out;
 }
 
-int Graph::cloneOp(const Op& op, const std::vector<int>& inputs, const std::string& name) {
+int Graph::cloneOp(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name) {
   if (inputs.size() != op.inputs.size()) shapeError(name, "cloneOp needs one replacement per input");
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& from = checked(op.inputs[i], name);
-    const Tensor& to = checked(inputs[i], name);
+    const Tensor from = source.checked(op.inputs[i], name);  // copies: `source` may be this graph
+    const Tensor to = checked(inputs[i], name);
     if (from.shape != to.shape || from.dtype != to.dtype) {
       shapeError(name, "cloneOp operand " + std::to_string(i) + " is " + dtypeName(to.dtype) + shapeToString(to.shape) +
                            ", the op was built for " + dtypeName(from.dtype) + shapeToString(from.shape));
     }
   }
-  const Tensor out = checked(op.outputs[0], name);  // a copy: append() grows m_tensors
+  const Tensor out = source.checked(op.outputs[0], name);  // a copy: append() grows m_tensors
   Op copy = op;
   copy.name = name;
   copy.inputs = inputs;

@@ -33,7 +33,7 @@ ir::Graph rematerialize(const ir::Graph& graph, const std::vector<bool>& forward
     if (done != remat.end()) return done->second;
     std::vector<int> inputs;
     for (int input : producer->inputs) inputs.push_back(recomputed(input));
-    const int copy = out.cloneOp(*producer, inputs, producer->name + ".remat");
+    const int copy = out.cloneOp(graph, *producer, inputs, producer->name + ".remat");
     remat[tensor] = copy;
     return copy;
   };
@@ -41,7 +41,7 @@ ir::Graph rematerialize(const ir::Graph& graph, const std::vector<bool>& forward
     const ir::Op& op = graph.ops()[i];
     std::vector<int> inputs;
     for (int input : op.inputs) inputs.push_back(forward[i] ? map.at(input) : recomputed(input));
-    const int result = out.cloneOp(op, inputs, op.name);
+    const int result = out.cloneOp(graph, op, inputs, op.name);
     out.rename(result, graph.tensor(op.outputs[0]).name);
     map[op.outputs[0]] = result;
   }

@@ -313,7 +313,7 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
     for (const Op& op : micro.ops()) {
       std::vector<int> inputs;
       for (int input : op.inputs) inputs.push_back(map.at(input));
-      const int out = graph.cloneOp(op, inputs, op.name + suffix);
+      const int out = graph.cloneOp(micro, op, inputs, op.name + suffix);
       graph.rename(out, micro.tensor(op.outputs[0]).name + suffix);
       map[op.outputs[0]] = out;
     }
