@@ -139,6 +139,11 @@ struct OptimizerConfig {
   int64_t bias_correction_offset = 1;   // Adam: the power t is step + this (ONNX's Adam: 0, none at t = 0)
 };
 
+struct Op;
+// Whether a state update (kFirstState, kSecondState) reads the parameter: only for coupled
+// weight decay (L2 added to the gradient); a parameter update always does.
+bool updateReadsParameter(const Op& op);
+
 struct Op {
   std::string name;
   OpType type = OpType::kAdd;
@@ -220,10 +225,13 @@ class Graph {
   int mseLossGrad(const std::string& name, int x, int targets);
   // The gradient of `loss` (an NllLoss with sum or mean reduction) with respect to its scores.
   int nllLossGrad(const std::string& name, const Op& loss);
-  // One OptimizerUpdate. Inputs: parameter, gradient, step (an int64 scalar; -1 for kSgd
-  // without warmup is not allowed: pass the counter), rate (-1: none), then `extra`:
+  // One OptimizerUpdate of `parameter` (or of one of its states), from its gradient, the
+  // step counter (an int64 scalar), an optional scalar rate (-1: none) and `extra`:
   //   kFirstState / kSecondState: the state it overwrites (LARS: then ||w|| and ||g||, scalars);
   //   kParameter: the states this step already updated (momentum/LARS v, Adam m and v, Adagrad h).
+  // The op's inputs: a parameter update reads [parameter, gradient, step, rate?, states...];
+  // a state update [gradient, step, rate?, state, parameter?, ||w||, ||g||] with the parameter
+  // only when coupled weight decay needs it (updateReadsParameter).
   // kStep takes the step counter as `parameter` and ignores the others (pass -1).
   int optimizerUpdate(const std::string& name, const OptimizerConfig& config, UpdateTarget target, int parameter,
                       int gradient, int step, int rate, const std::vector<int>& extra);

@@ -39,6 +39,16 @@ const char* optimizerKindName(OptimizerKind kind) {
   return "?";
 }
 
+namespace {
+bool coupledDecay(const OptimizerConfig& c) {
+  return c.weight_decay != 0 && !(c.kind == OptimizerKind::kAdam && c.decoupled_weight_decay);
+}
+}  // namespace
+
+bool updateReadsParameter(const Op& op) {
+  return op.update_target == UpdateTarget::kParameter || coupledDecay(op.optimizer);
+}
+
 int Graph::mseLoss(const std::string& name, int x, int targets) {
   const Tensor& tx = checked(x, name);
   const Tensor& tt = checked(targets, name);
@@ -91,7 +101,9 @@ int Graph::optimizerUpdate(const std::string& name, const OptimizerConfig& confi
                          " does not match the parameter " + dtypeName(tp.dtype) + shapeToString(tp.shape));
   }
   if (ts.dtype != DType::kInt64 || !ts.shape.empty()) shapeError(name, "the step counter must be an int64 scalar");
-  std::vector<int> inputs = {parameter, gradient, step};
+  const bool state_update = target != UpdateTarget::kParameter;
+  std::vector<int> inputs =
+      state_update ? std::vector<int>{gradient, step} : std::vector<int>{parameter, gradient, step};
   if (rate >= 0) {
     const Tensor& tr = checked(rate, name);
     if (!isFloat(tr.dtype) || elementCount(tr.shape) != 1) shapeError(name, "the rate must be a float scalar");
@@ -127,6 +139,7 @@ int Graph::optimizerUpdate(const std::string& name, const OptimizerConfig& confi
                            (i < states ? ", not the parameter's shape and dtype" : ", not a float scalar"));
     }
     inputs.push_back(extra[i]);
+    if (state_update && i == 0 && coupledDecay(config)) inputs.push_back(parameter);  // for the L2 term
   }
   Op op = makeOp(name, OpType::kOptimizerUpdate, inputs);
   op.optimizer = config;

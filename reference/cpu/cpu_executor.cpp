@@ -462,14 +462,20 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
         out.ints[0] = in(0).ints[0] + 1;
         break;
       }
-      UpdateOperands operands{in(0).floats, in(1).floats, in(2).ints.at(0), 1.0, {}, {}};
-      size_t next = 3;
+      // Unpacked in the order graph.hpp gives (optimizerUpdate).
+      const bool state_update = op.update_target != ir::UpdateTarget::kParameter;
+      UpdateOperands operands;
+      size_t next = 0;
+      if (!state_update) operands.parameter = in(next++).floats;
+      operands.gradient = in(next++).floats;
+      operands.step = in(next++).ints.at(0);
       if (op.has_rate_input) operands.rate_input = in(next++).floats.at(0);
-      const size_t states =
-          op.optimizer.kind == ir::OptimizerKind::kLars && op.update_target == ir::UpdateTarget::kFirstState
-              ? op.inputs.size() - next - 2
-              : op.inputs.size() - next;
-      for (size_t i = 0; i < states; ++i) operands.states.push_back(in(next++).floats);
+      if (state_update) {
+        operands.states.push_back(in(next++).floats);
+        if (ir::updateReadsParameter(op)) operands.parameter = in(next++).floats;
+      } else {
+        while (next < op.inputs.size()) operands.states.push_back(in(next++).floats);
+      }
       while (next < op.inputs.size()) operands.scalars.push_back(in(next++).floats.at(0));
       optimizerUpdate(op.optimizer, op.update_target, operands, y);
       break;

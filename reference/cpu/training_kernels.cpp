@@ -65,7 +65,8 @@ void optimizerUpdate(const ir::OptimizerConfig& config, UpdateTarget target, con
   const bool coupled_decay = !(config.kind == OptimizerKind::kAdam && config.decoupled_weight_decay);
   const double decay = coupled_decay ? config.weight_decay : 0.0;
   // The gradient with L2 regularization (coupled weight decay) added.
-  auto reg = [&](size_t i) { return static_cast<double>(g[i]) + decay * w[i]; };
+  // (A state update without it has no parameter operand.)
+  auto reg = [&](size_t i) { return decay != 0 ? static_cast<double>(g[i]) + decay * w[i] : g[i]; };
   auto write = [&](auto f) {
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(f(i));
   };

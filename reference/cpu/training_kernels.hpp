@@ -28,7 +28,7 @@ double scheduledRate(const ir::OptimizerConfig& config, double rate_input, int64
 
 // The operands of one OptimizerUpdate (graph.hpp gives their order), already unpacked.
 struct UpdateOperands {
-  std::span<const float> parameter;
+  std::span<const float> parameter;  // empty for a state update without coupled weight decay
   std::span<const float> gradient;
   int64_t step = 0;
   double rate_input = 1.0;

@@ -235,12 +235,12 @@ def test_adam_adds_its_closed_form_update_cost(tpusim_bin, mlp_path, tmp_path):
     # Per weight element SGD costs 2 VPU ops; Adam's m 3 + v 4 + weight 9 = 16; plus 1 for the
     # step counter: 14 x 669706 + 1 = 9375885 more element ops (vector_costs.hpp).
     assert vpu_element_ops(adam) - vpu_element_ops(sgd) == 14 * MLP_WEIGHTS + 1
-    # HBM: the m and v updates read w, g and their state (12 bytes per element each), the
-    # weight update also reads m' and v' (8); each of the 18 updates (6 weights x 3) reads the
-    # 8-byte step on both cores, and the increment reads it once: 32 x 669706 + 288 + 8.
-    # Writes: m' and v' (8 per element) and the step (8).
+    # HBM: the m and v updates read g and their state (8 bytes per element each; no weight
+    # decay, so not w), the weight update also reads m' and v' (8); each of the 18 updates
+    # (6 weights x 3) reads the 8-byte step on both cores, and the increment reads it once:
+    # 24 x 669706 + 288 + 8. Writes: m' and v' (8 per element) and the step (8).
     (sgd_read, sgd_written), (adam_read, adam_written) = hbm_bytes(sgd), hbm_bytes(adam)
-    assert adam_read - sgd_read == 32 * MLP_WEIGHTS + 18 * 2 * 8 + 8
+    assert adam_read - sgd_read == 24 * MLP_WEIGHTS + 18 * 2 * 8 + 8
     assert adam_written - sgd_written == 8 * MLP_WEIGHTS + 8
     assert adam["total_cycles"] > sgd["total_cycles"]
 
