@@ -125,3 +125,39 @@ TEST(TrainingGraph, OutputsThatCannotTakeALossAreErrors) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+TEST(TrainingGraph, ALossOptionForAModelWithItsOwnLossIsAConfigError) {
+  auto b = testing::OnnxBuilder::mlpWithLoss();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  TrainingOptions options;
+  options.loss = LossKind::kMse;
+  try {
+    buildTrainingGraph(model, options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kInvalidConfig);
+    EXPECT_NE(std::string(error.what()).find("computes its own loss"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TrainingGraph, MicroBatchesSliceTheStepInputs) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{2});  // micro-batches of 2
+  TrainingOptions options;
+  options.micro_batches = 3;
+  const ir::Graph graph = buildTrainingGraph(model, options);
+  // x [6, 16] and labels [6], each sliced into 3 row ranges.
+  EXPECT_EQ(countOps(graph, ir::OpType::kSlice), 2 * 3);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 3);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.name == "x") EXPECT_EQ(t.shape, (ir::Shape{6, 16}));
+  }
+  EXPECT_EQ(graph.tensor(graph.outputs().back()).role, ir::TensorRole::kLoss);
+}
+
+}  // namespace
+}  // namespace tpusim
