@@ -154,7 +154,9 @@ TEST(TrainingGraph, MicroBatchesSliceTheStepInputs) {
   EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 3);
   EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
   for (const ir::Tensor& t : graph.tensors()) {
-    if (t.name == "x") EXPECT_EQ(t.shape, (ir::Shape{6, 16}));
+    if (t.name == "x") {
+      EXPECT_EQ(t.shape, (ir::Shape{6, 16}));
+    }
   }
   EXPECT_EQ(graph.tensor(graph.outputs().back()).role, ir::TensorRole::kLoss);
 }
