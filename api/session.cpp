@@ -57,22 +57,71 @@ ModelGraph buildModelGraph(const RunRequest& request) {
   if (mode != "training" && mode != "inference") {
     throw Error(ErrorKind::kInvalidConfig, "unknown mode '" + mode + "' (use training or inference)");
   }
-  if (!(request.learning_rate > 0)) throw Error(ErrorKind::kInvalidConfig, "learning rate must be > 0");
   ModelGraph built;
   OnnxImportOptions options;
   options.batch = request.batch;
   options.training = mode == "training";
   built.model = importOnnxFile(request.model_path, options);
   if (!request.batch) spdlog::info("batch size {} (set it with --batch)", built.model.batch);
-  built.graph = mode == "training" ? buildTrainingGraph(built.model, TrainingOptions{request.learning_rate})
-                                   : buildInferenceGraph(built.model);
+  if (mode == "inference") {
+    built.graph = buildInferenceGraph(built.model);
+    return built;
+  }
+  const TrainingOptions training = trainingOptionsOf(request);
+  validateTrainingOptions(training);
+  if (training.micro_batches > 1) {
+    // The model is replayed once per micro-batch: import it at the micro-batch size.
+    const int64_t batch = built.model.batch;
+    if (batch % training.micro_batches != 0) {
+      throw Error(ErrorKind::kInvalidConfig, "batch " + std::to_string(batch) + " does not divide into " +
+                                                 std::to_string(training.micro_batches) + " micro-batches");
+    }
+    options.batch = batch / training.micro_batches;
+    try {
+      built.model = importOnnxFile(request.model_path, options);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kInvalidConfig) throw;
+      throw Error(ErrorKind::kInvalidConfig, std::string(error.what()) +
+                                                 " (micro-batches need a symbolic batch "
+                                                 "dimension)");
+    }
+  }
+  built.graph = buildTrainingGraph(built.model, training);
+  if (training.micro_batches > 1) built.model.batch *= training.micro_batches;  // the step's batch
   return built;
+}
+
+TrainingOptions trainingOptionsOf(const RunRequest& request) {
+  TrainingOptions options;
+  options.learning_rate = request.learning_rate;
+  options.loss = parseLoss(request.loss);
+  ir::OptimizerConfig& c = options.optimizer;
+  c.kind = parseOptimizer(request.optimizer);
+  c.warmup_steps = request.warmup_steps;
+  c.beta1 = c.kind == ir::OptimizerKind::kAdam ? request.beta1 : request.momentum;
+  c.beta2 = request.beta2;
+  c.epsilon = request.epsilon;
+  c.weight_decay = request.weight_decay;
+  c.decoupled_weight_decay = request.adamw;
+  c.nesterov = request.nesterov;
+  if (request.nesterov && c.kind != ir::OptimizerKind::kMomentum)
+    throw Error(ErrorKind::kInvalidConfig, "--nesterov applies to the momentum optimizer only");
+  if (request.adamw && c.kind != ir::OptimizerKind::kAdam)
+    throw Error(ErrorKind::kInvalidConfig, "--adamw applies to the adam optimizer only");
+  options.micro_batches = request.micro_batches;
+  options.rematerialize = parseRemat(request.remat);
+  return options;
 }
 
 std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
                                                     std::map<std::string, ir::TensorValue> feeds, int threads) {
   const ModelGraph built = buildModelGraph(request);
   for (const auto& [name, value] : built.model.initializers) feeds.emplace(name, value);  // keeps given values
+  for (const ir::Tensor& tensor : built.graph.tensors()) {  // optimizer state starts at zero (step 0)
+    if (tensor.role == ir::TensorRole::kOptimizerState && built.graph.producer(tensor.id) == nullptr) {
+      feeds.emplace(tensor.name, ir::TensorValue::zeros(tensor.shape, tensor.dtype));
+    }
+  }
   const std::vector<ir::TensorValue> values =
       reference::CpuExecutor(built.graph, reference::CpuOptions{threads}).run(feeds);
   std::map<std::string, ir::TensorValue> named;

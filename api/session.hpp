@@ -22,8 +22,26 @@ struct RunRequest {
   std::optional<std::string> mode;  // "training" (default for models) or "inference"
   std::optional<int64_t> batch;     // for models with a symbolic batch dimension
   ParamOverrides overrides;         // --set key=value, in order
+  // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
+  // gradient accumulation and rematerialization. Checked by buildTrainingGraph.
   double learning_rate = 0.01;
+  std::string loss = "auto";      // auto, softmax_cross_entropy or mse
+  std::string optimizer = "sgd";  // sgd, momentum, adam, adagrad or lars
+  int64_t warmup_steps = 0;       // linear warmup of the learning rate over this many steps
+  double momentum = 0.9;          // momentum, LARS
+  bool nesterov = false;          // momentum
+  double beta1 = 0.9;             // Adam
+  double beta2 = 0.999;           // Adam
+  double epsilon = 1e-8;          // Adam, Adagrad
+  double weight_decay = 0;        // L2 (AdamW: decoupled)
+  bool adamw = false;             // Adam: decoupled weight decay
+  int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch
+  std::string remat = "none";     // none or all
 };
+
+// The training options a request asks for (names parsed, values not yet checked).
+struct TrainingOptions;
+TrainingOptions trainingOptionsOf(const RunRequest& request);
 
 // The preset with the request's overrides applied and validated.
 HardwareParams resolveHardware(const RunRequest& request);

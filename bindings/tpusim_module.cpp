@@ -24,9 +24,49 @@ std::string overrideText(const py::handle& value) {
   return py::str(value);
 }
 
+// The training keyword arguments of run() and reference(), by their RunRequest names.
+void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
+  for (const auto& [key, value] : training) {
+    const std::string name = py::str(key);
+    if (name == "loss")
+      request.loss = value.cast<std::string>();
+    else if (name == "optimizer")
+      request.optimizer = value.cast<std::string>();
+    else if (name == "learning_rate" || name == "lr")
+      request.learning_rate = value.cast<double>();
+    else if (name == "warmup_steps")
+      request.warmup_steps = value.cast<int64_t>();
+    else if (name == "momentum")
+      request.momentum = value.cast<double>();
+    else if (name == "nesterov")
+      request.nesterov = value.cast<bool>();
+    else if (name == "beta1")
+      request.beta1 = value.cast<double>();
+    else if (name == "beta2")
+      request.beta2 = value.cast<double>();
+    else if (name == "epsilon")
+      request.epsilon = value.cast<double>();
+    else if (name == "weight_decay")
+      request.weight_decay = value.cast<double>();
+    else if (name == "adamw")
+      request.adamw = value.cast<bool>();
+    else if (name == "micro_batches")
+      request.micro_batches = value.cast<int64_t>();
+    else if (name == "remat")
+      request.remat = value.cast<std::string>();
+    else {
+      throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                          "unknown keyword argument '" + name +
+                              "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
+                              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat)");
+    }
+  }
+}
+
 py::object run(const std::string& path, const std::string& hw, std::optional<std::string> mode,
-               std::optional<int64_t> batch, std::optional<py::dict> overrides) {
+               std::optional<int64_t> batch, std::optional<py::dict> overrides, const py::kwargs& training) {
   tpusim::RunRequest request;
+  applyTraining(request, training);
   request.model_path = path;
   request.hw = hw;
   request.mode = std::move(mode);
@@ -75,8 +115,9 @@ py::array toNumpy(const tpusim::ir::TensorValue& value) {
 }
 
 py::dict reference(const std::string& path, const py::dict& feeds, std::optional<std::string> mode,
-                   std::optional<int64_t> batch, double learning_rate, int threads) {
+                   std::optional<int64_t> batch, double learning_rate, int threads, const py::kwargs& training) {
   tpusim::RunRequest request;
+  applyTraining(request, training);
   request.model_path = path;
   request.mode = std::move(mode);
   request.batch = batch;
@@ -110,11 +151,14 @@ PYBIND11_MODULE(tpusim, m) {
   });
   m.def("run", &run, py::arg("path"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
-        "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict.");
+        "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict. Training "
+        "keyword arguments: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, beta1, beta2, "
+        "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md).");
   m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
         "Run one step of a model on the CPU reference executor. feeds: numpy arrays by input name (weights "
-        "default to the model's). Returns every tensor's value by name; updated weights are '<name>:updated'.");
+        "default to the model's; optimizer state to zeros, the step to 0). Returns every tensor's value by name; "
+        "updated weights and states are '<name>:updated'. Takes run()'s training keyword arguments.");
   tpusim::setLogLevel("warn");
   m.def("set_log_level", &tpusim::setLogLevel, py::arg("level"),
         "Log level on stderr: trace, debug, info, warn (default), error, critical or off.");

@@ -29,6 +29,7 @@ struct ModelOptions {
   int64_t batch = kBatchUnset;
   std::vector<std::string> sets;
   std::string log_level = "warn";
+  RunRequest training;  // the training fields only
 };
 
 po::options_description modelOptions(ModelOptions& o) {
@@ -40,6 +41,25 @@ po::options_description modelOptions(ModelOptions& o) {
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off");
+  RunRequest& t = o.training;
+  po::options_description train("training options (docs/frontend.md)");
+  train.add_options()("loss", po::value(&t.loss)->default_value(t.loss), "auto, softmax_cross_entropy or mse")(
+      "optimizer", po::value(&t.optimizer)->default_value(t.optimizer), "sgd, momentum, adam, adagrad or lars")(
+      "lr", po::value(&t.learning_rate)->default_value(t.learning_rate, "0.01"), "learning rate (> 0)")(
+      "warmup-steps", po::value(&t.warmup_steps)->default_value(t.warmup_steps),
+      "linear learning-rate warmup: rate x min(1, (step + 1) / N); 0 for none")(
+      "momentum", po::value(&t.momentum)->default_value(t.momentum, "0.9"), "momentum and LARS: in [0, 1)")(
+      "nesterov", po::bool_switch(&t.nesterov), "momentum: Nesterov's form")(
+      "beta1", po::value(&t.beta1)->default_value(t.beta1, "0.9"), "Adam: first-moment decay, in [0, 1)")(
+      "beta2", po::value(&t.beta2)->default_value(t.beta2, "0.999"), "Adam: second-moment decay, in [0, 1)")(
+      "epsilon", po::value(&t.epsilon)->default_value(t.epsilon, "1e-8"), "Adam, Adagrad: added to the root")(
+      "weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay, "0"), "L2 weight decay (>= 0)")(
+      "adamw", po::bool_switch(&t.adamw), "Adam: decoupled weight decay (AdamW)")(
+      "micro-batches", po::value(&t.micro_batches)->default_value(t.micro_batches),
+      "gradient accumulation over K slices of the batch (K divides it)")(
+      "remat", po::value(&t.remat)->default_value(t.remat),
+      "activation rematerialization: none, or all (recompute forward activations in backward)");
+  desc.add(train);
   return desc;
 }
 
@@ -67,7 +87,7 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
 }
 
 RunRequest toRequest(const ModelOptions& o) {
-  RunRequest request;
+  RunRequest request = o.training;
   request.model_path = o.model;
   request.hw = o.hw;
   if (!o.mode.empty()) request.mode = o.mode;

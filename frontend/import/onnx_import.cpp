@@ -39,7 +39,12 @@ void Importer::checkOpset() {
   for (const auto& import : m_model.opset_import()) {
     if (import.domain().empty() || import.domain() == "ai.onnx") opset = import.version();
   }
-  if (opset < 0) invalid("the model imports no default-domain opset");
+  if (opset < 0) {
+    // A graph of training ops alone (ai.onnx.preview.training) needs no default-domain opset.
+    const auto& nodes = m_model.graph().node();
+    if (!nodes.empty() && std::all_of(nodes.begin(), nodes.end(), isTrainingOp)) return;
+    invalid("the model imports no default-domain opset");
+  }
   if (opset < kOldestOnnxOpset) {
     throw Error(ErrorKind::kUnsupported, "opset " + std::to_string(opset) + " is older than " +
                                              std::to_string(kOldestOnnxOpset) +
@@ -256,6 +261,7 @@ std::string Importer::opName(const onnx::NodeProto& node) {
 }
 
 void Importer::importNode(const onnx::NodeProto& node) {
+  if (isTrainingOp(node)) return importTrainingOp(node, nodeLabel(node));
   if (!node.domain().empty() && node.domain() != "ai.onnx") {
     throw Error(ErrorKind::kUnsupported, nodeLabel(node) + ": domain '" + node.domain() + "' is not supported");
   }
@@ -396,11 +402,12 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, Conv, Div, Dropout, "
-         "Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, Greater, GreaterOrEqual, Identity, "
-         "LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, MatMul, MaxPool, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, Pow, Range, Reciprocal, ReduceMean, ReduceSum, Relu, Reshape, Shape, Sigmoid, "
-         "Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+  return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, "
+         "Conv, Div, Dropout, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, "
+         "Greater, GreaterOrEqual, Identity, LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, MatMul, "
+         "MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Pow, Range, Reciprocal, ReduceMean, "
+         "ReduceSum, Relu, Reshape, Shape, Sigmoid, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, "
+         "Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }
 
 const char* compileTimeOnnxOps() {

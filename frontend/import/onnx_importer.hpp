@@ -75,6 +75,10 @@ inline int64_t elementCountOf(const onnx::TensorProto& tensor) {
   return count;
 }
 
+// The ONNX training operators' domain (onnx_import_training.cpp).
+inline constexpr const char* kOnnxTrainingDomain = "ai.onnx.preview.training";
+bool isTrainingOp(const onnx::NodeProto& node);
+
 class Importer {
  public:
   Importer(const onnx::ModelProto& model, int64_t batch, bool batch_requested,
@@ -185,6 +189,9 @@ class Importer {
   std::string opName(const onnx::NodeProto& node);
 
   void importNode(const onnx::NodeProto& node);
+
+  // Adam, Adagrad, Momentum of ai.onnx.preview.training (onnx_import_training.cpp).
+  void importTrainingOp(const onnx::NodeProto& node, const std::string& label);
 
   const onnx::ModelProto& m_model;
   int64_t m_batch;

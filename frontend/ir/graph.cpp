@@ -67,6 +67,7 @@ const char* tensorRoleName(TensorRole role) {
     case TensorRole::kActivation: return "activation";
     case TensorRole::kGradient: return "gradient";
     case TensorRole::kLoss: return "loss";
+    case TensorRole::kOptimizerState: return "optimizer state";
   }
   return "?";
 }
@@ -109,6 +110,10 @@ const char* opTypeName(OpType type) {
     case OpType::kConvGradInput: return "ConvGradInput";
     case OpType::kConvGradWeight: return "ConvGradWeight";
     case OpType::kCast: return "Cast";
+    case OpType::kMseLoss: return "MseLoss";
+    case OpType::kMseLossGrad: return "MseLossGrad";
+    case OpType::kNllLossGrad: return "NllLossGrad";
+    case OpType::kOptimizerUpdate: return "OptimizerUpdate";
   }
   return "?";
 }

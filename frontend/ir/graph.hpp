@@ -22,7 +22,9 @@ std::string shapeToString(const Shape& shape);
 // The numpy broadcast of two shapes; throws when they do not broadcast.
 Shape broadcastShapes(const Shape& a, const Shape& b);
 
-enum class TensorRole { kInput, kLabel, kWeight, kConstant, kActivation, kGradient, kLoss };
+// kOptimizerState: a tensor the optimizer keeps between steps (a momentum buffer, Adam's
+// moments, the step counter); the update overwrites it, as it does the weight.
+enum class TensorRole { kInput, kLabel, kWeight, kConstant, kActivation, kGradient, kLoss, kOptimizerState };
 const char* tensorRoleName(TensorRole role);
 
 struct Tensor {
@@ -75,6 +77,11 @@ enum class OpType {
   kConvGradInput,            // dx of a Conv, from (dy, w)
   kConvGradWeight,           // dw of a Conv, from (x, dy)
   kCast,  // out = x converted to the output's dtype (floats round to nearest even; to integers truncates)
+  // Training: losses and optimizers (frontend/ir/graph_training.cpp).
+  kMseLoss,          // loss = mean over all elements of (x - targets)^2
+  kMseLossGrad,      // dx = 2 (x - targets) / elements
+  kNllLossGrad,      // dlogp of a sum or mean NllLoss (dloss = 1), from (logp, labels[, weights])
+  kOptimizerUpdate,  // writes one parameter or optimizer state in place (Op::optimizer, Op::update_target)
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
@@ -106,6 +113,40 @@ struct PoolGeometry {
 // Where an op runs (set by the placement pass).
 enum class Unit { kUnplaced, kMxu, kVpu, kDma, kView };
 const char* unitName(Unit unit);
+// The optimizers of OptimizerUpdate; the formulas are in docs/frontend.md.
+enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad, kLars };
+const char* optimizerKindName(OptimizerKind kind);
+
+// What one OptimizerUpdate writes. Each op has one output, written over the tensor it
+// updates (Tensor::alias_of), so an optimizer with state is several ops per weight.
+enum class UpdateTarget {
+  kParameter,    // the weight; reads the states already updated this step
+  kFirstState,   // momentum / LARS velocity, Adam's first moment, Adagrad's squared-gradient sum
+  kSecondState,  // Adam's second moment
+  kStep,         // the step counter: step + 1
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  double learning_rate = 0.01;          // times the value of the rate input, when the op has one
+  int64_t warmup_steps = 0;             // > 0: the rate is scaled by min(1, (step + 1) / warmup_steps)
+  double beta1 = 0.9;                   // momentum / LARS: the momentum; Adam: the first moment's decay
+  double beta2 = 0.999;                 // Adam: the second moment's decay
+  double epsilon = 1e-8;                // Adam, Adagrad: added to the root of the second moment
+  double weight_decay = 0;              // L2: weight_decay x w added to the gradient (Adam with decoupled: AdamW)
+  bool decoupled_weight_decay = false;  // Adam: AdamW's w -= rate x weight_decay x w
+  double post_decay = 0;                // Adam: w' x (1 - post_decay) (ONNX norm_coefficient_post)
+  double gradient_scale = 1;            // momentum: the gradient's coefficient from step 1 on (ONNX beta)
+  bool nesterov = false;                // momentum
+  double decay_factor = 0;              // Adagrad: rate / (1 + step x decay_factor)
+  double trust_coefficient = 0.001;     // LARS: eta
+  int64_t bias_correction_offset = 1;   // Adam: the power t is step + this (ONNX's Adam: 0, none at t = 0)
+};
+
+struct Op;
+// Whether a state update (kFirstState, kSecondState) reads the parameter: only for coupled
+// weight decay (L2 added to the gradient); a parameter update always does.
+bool updateReadsParameter(const Op& op);
 
 struct Op {
   std::string name;
@@ -130,6 +171,9 @@ struct Op {
   int fusion_group = -1;  // index of the op leading the fusion group this op is in, or -1
   Unit placement = Unit::kUnplaced;
   std::vector<int64_t> mxu_padded;  // MatMul, Conv*: the GEMM's M, K, N rounded up to the MXU tile
+  OptimizerConfig optimizer;               // OptimizerUpdate
+  UpdateTarget update_target = UpdateTarget::kParameter;  // OptimizerUpdate
+  bool has_rate_input = false;                            // OptimizerUpdate: inputs[3] is a scalar rate
 };
 
 class Graph {
@@ -185,6 +229,27 @@ class Graph {
   // logp [N, C, d...], labels [N, d...] (integers), weights [C] or -1.
   int nllLoss(const std::string& name, int logp, int labels, int weights, Reduction reduction,
               std::optional<int64_t> ignore_index);
+
+  // Training builders (graph_training.cpp).
+  // mean((x - targets)^2) over every element; targets is float, of x's shape.
+  int mseLoss(const std::string& name, int x, int targets);
+  int mseLossGrad(const std::string& name, int x, int targets);
+  // The gradient of `loss` (an NllLoss with sum or mean reduction) with respect to its scores.
+  int nllLossGrad(const std::string& name, const Op& loss);
+  // One OptimizerUpdate of `parameter` (or of one of its states), from its gradient, the
+  // step counter (an int64 scalar), an optional scalar rate (-1: none) and `extra`:
+  //   kFirstState / kSecondState: the state it overwrites (LARS: then ||w|| and ||g||, scalars);
+  //   kParameter: the states this step already updated (momentum/LARS v, Adam m and v, Adagrad h).
+  // The op's inputs: a parameter update reads [parameter, gradient, step, rate?, states...];
+  // a state update [gradient, step, rate?, state, parameter?, ||w||, ||g||] with the parameter
+  // only when coupled weight decay needs it (updateReadsParameter).
+  // kStep takes the step counter as `parameter` and ignores the others (pass -1).
+  int optimizerUpdate(const std::string& name, const OptimizerConfig& config, UpdateTarget target, int parameter,
+                      int gradient, int step, int rate, const std::vector<int>& extra);
+  // Appends a copy of `op`, an op of `source` (this graph or another), reading `inputs`, which
+  // must have the shapes and dtypes of op's inputs; the output is like op's (an alias of op's
+  // aliased input becomes one of its replacement). Returns the output id.
+  int cloneOp(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name);
 
   void markOutput(int tensor) { m_outputs.push_back(tensor); }
   // Gives an existing tensor a user-facing name (an ONNX value name, say).

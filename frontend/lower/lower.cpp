@@ -27,6 +27,7 @@ program::BufferRole toBufferRole(ir::TensorRole role) {
     case ir::TensorRole::kInput:
     case ir::TensorRole::kLabel: return program::INPUT;
     case ir::TensorRole::kWeight:
+    case ir::TensorRole::kOptimizerState:
     case ir::TensorRole::kConstant: return program::WEIGHT;
     case ir::TensorRole::kGradient: return program::GRADIENT;
     case ir::TensorRole::kActivation:

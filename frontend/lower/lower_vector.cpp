@@ -63,7 +63,7 @@ size_t broadcastPrefix(const ir::Graph& graph, const ir::Op& op, const ir::Shape
 void Lowerer::lowerVector(const ir::Op& op) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
-  const uint32_t ops_per_element = vectorOpsPerElement(op.type);
+  const uint32_t ops_per_element = vectorOpsPerElement(op);
   VectorPlan plan;
   plan.elements = static_cast<uint64_t>(ir::elementCount(out.shape));
   plan.movement.assign(op.inputs.size(), Movement::kWhole);
@@ -108,9 +108,11 @@ void Lowerer::lowerVector(const ir::Op& op) {
       leading(2, true);
       plan.elements = static_cast<uint64_t>(ir::elementCount(first.shape) * ir::elementCount(op.pool.kernel));
       break;
-    case OpType::kSoftmaxCrossEntropyGrad: leading(1, false); break;
+    case OpType::kSoftmaxCrossEntropyGrad:
+    case OpType::kNllLossGrad: leading(1, false); break;
     case OpType::kSoftmaxCrossEntropy:
     case OpType::kNllLoss:
+    case OpType::kMseLoss:
       return accumulateOver(first.shape.empty() ? 1 : static_cast<uint64_t>(first.shape[0]),
                             static_cast<uint64_t>(ir::elementCount(first.shape)));
     case OpType::kReduce: {
@@ -423,7 +425,7 @@ void Lowerer::lowerGatherGrad(const ir::Op& op) {
           loadTensor(op, core, "rows." + part, op.outputs[0], whole(op.outputs[0]), dy_bytes, rows_buffer, before);
       m_hazards[hbmOf(op.outputs[0])].readers.pop_back();  // ordered by `previous` and `zeroed`, not by hazards
       const uint32_t added =
-          vectorInstruction(op, part + ".vpu", core, program::ELEMENTWISE, span.size(), vectorOpsPerElement(op.type),
+          vectorInstruction(op, part + ".vpu", core, program::ELEMENTWISE, span.size(), vectorOpsPerElement(op),
                             out.dtype, {dy_buffer, rows_buffer}, rows_buffer, 2 * dy_bytes, {got_dy, got_rows});
       previous = storeOutput(op, core, "scatter." + part, whole(op.outputs[0]), dy_bytes, rows_buffer, {added});
       stores.push_back({whole(op.outputs[0]), previous});

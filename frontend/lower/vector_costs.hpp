@@ -43,8 +43,12 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kPowGrad: return 4;  // exp and log on the vector unit, as a few passes
     case ir::OpType::kPool:
     case ir::OpType::kPoolGrad:
-    case ir::OpType::kPoolArgmax: return 1;  // a compare or add per window element (elements count them)
-    case ir::OpType::kConv:                  // MXU work (lowerConv)
+    case ir::OpType::kPoolArgmax: return 1;    // a compare or add per window element (elements count them)
+    case ir::OpType::kMseLoss: return 3;       // subtract, square, accumulate (the mean: one scale, not counted)
+    case ir::OpType::kMseLossGrad: return 2;   // subtract, multiply by 2 / elements
+    case ir::OpType::kNllLossGrad: return 1;   // a zero or the label's weight, written per element
+    case ir::OpType::kOptimizerUpdate: break;  // depends on the optimizer: optimizerOpsPerElement below
+    case ir::OpType::kConv:                    // MXU work (lowerConv)
     case ir::OpType::kConvGradInput:
     case ir::OpType::kConvGradWeight:
     case ir::OpType::kGather:  // DMA only (lowerGather)
@@ -52,6 +56,47 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kReshape: break;
   }
   return 0;
+}
+
+// OptimizerUpdate, per element of the tensor it writes. Coupled weight decay (L2) adds
+// 2 (multiply w, add to g) wherever the gradient is read; scalars (the scheduled rate,
+// Adam's bias correction, LARS's trust ratio) are per tensor and not counted.
+//   SGD                 w - r g                            2
+//   momentum velocity   mu v + c g                         3
+//   momentum weight     w - r v                            2; Nesterov w - r (g + mu v): 4
+//   Adam m              b1 m + (1 - b1) g                  3
+//   Adam v              b2 v + (1 - b2) g^2                4
+//   Adam weight         w - r' m / (sqrt(v) + eps)         9 (sqrt 4, as Unary; add 1; divide 2; scale 1;
+//                                                            subtract 1); AdamW +2; post decay +1
+//   Adagrad h           h + g^2                            2
+//   Adagrad weight      w - r g / (sqrt(h) + eps)          9 (as Adam's weight)
+//   LARS velocity       mu v + r trust g                   3
+//   LARS weight         w - v                              1
+//   step counter        step + 1                           1
+inline uint32_t optimizerOpsPerElement(const ir::Op& op) {
+  const ir::OptimizerConfig& c = op.optimizer;
+  const uint32_t decay =
+      c.weight_decay != 0 && !(c.kind == ir::OptimizerKind::kAdam && c.decoupled_weight_decay) ? 2 : 0;
+  const bool state = op.update_target == ir::UpdateTarget::kFirstState;
+  switch (op.update_target) {
+    case ir::UpdateTarget::kStep: return 1;
+    case ir::UpdateTarget::kSecondState: return 4 + decay;  // Adam v
+    default: break;
+  }
+  switch (c.kind) {
+    case ir::OptimizerKind::kSgd: return 2 + decay;
+    case ir::OptimizerKind::kMomentum: return state ? 3 + decay : c.nesterov ? 4 + decay : 2;
+    case ir::OptimizerKind::kAdam:
+      return state ? 3 + decay : 9 + (c.decoupled_weight_decay && c.weight_decay != 0 ? 2 : 0) + (c.post_decay != 0);
+    case ir::OptimizerKind::kAdagrad: return state ? 2 + decay : 9 + decay;
+    case ir::OptimizerKind::kLars: return state ? 3 + decay : 1;
+  }
+  return 0;
+}
+
+// What lowerVector charges per element of an op.
+inline uint32_t vectorOpsPerElement(const ir::Op& op) {
+  return op.type == ir::OpType::kOptimizerUpdate ? optimizerOpsPerElement(op) : vectorOpsPerElement(op.type);
 }
 
 }  // namespace tpusim

@@ -17,7 +17,8 @@ uint64_t aligned(uint64_t bytes) {
 
 bool persistent(const ir::Tensor& tensor) {
   return tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kLabel ||
-         tensor.role == ir::TensorRole::kWeight || tensor.role == ir::TensorRole::kConstant;
+         tensor.role == ir::TensorRole::kWeight || tensor.role == ir::TensorRole::kConstant ||
+         tensor.role == ir::TensorRole::kOptimizerState;
 }
 
 }  // namespace

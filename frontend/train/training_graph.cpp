@@ -4,6 +4,8 @@
 #include <map>
 
 #include "frontend/ir/tensor_value.hpp"
+#include "frontend/train/graph_transforms.hpp"
+#include "frontend/train/optimizer.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -31,18 +33,27 @@ class Backward {
 
   void run(int loss) {
     const Op* loss_op = m_graph.producer(loss);
-    if (loss_op == nullptr || loss_op->type != OpType::kSoftmaxCrossEntropy) {
+    const OpType type = loss_op ? loss_op->type : OpType::kAdd;
+    const bool scalar_nll = type == OpType::kNllLoss && loss_op->reduction != ir::Reduction::kNone;
+    if (type != OpType::kSoftmaxCrossEntropy && type != OpType::kMseLoss && !scalar_nll) {
       throw Error(ErrorKind::kUnsupported,
-                  "training differentiates softmax cross-entropy over [N, C] scores with mean reduction; the model's "
-                  "loss '" +
+                  "training differentiates softmax cross-entropy, mean squared error and a sum or mean "
+                  "NegativeLogLikelihoodLoss; the model's loss '" +
                       m_graph.tensor(loss).name + "' (" + (loss_op ? ir::opTypeName(loss_op->type) : "an input") +
                       ") has no gradient yet");
     }
     const std::vector<Op> forward = m_graph.ops();  // copy: the loop appends ops
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       const Op& op = *it;
-      if (op.type == OpType::kSoftmaxCrossEntropy && op.outputs[0] == loss) {
-        accumulate(op.inputs[0], m_graph.softmaxCrossEntropyGrad(op.name + ".grad", op.inputs[0], op.inputs[1]));
+      if (op.outputs[0] == loss) {  // the seed: dloss = 1
+        const int scores = op.inputs[0];
+        if (type == OpType::kSoftmaxCrossEntropy) {
+          accumulate(scores, m_graph.softmaxCrossEntropyGrad(op.name + ".grad", scores, op.inputs[1]));
+        } else if (type == OpType::kMseLoss) {
+          accumulate(scores, m_graph.mseLossGrad(op.name + ".grad", scores, op.inputs[1]));
+        } else {
+          accumulate(scores, m_graph.nllLossGrad(op.name + ".grad", op));
+        }
         continue;
       }
       auto grad = m_grads.find(op.outputs[0]);
@@ -237,19 +248,33 @@ class Backward {
   int m_sums = 0;
 };
 
-int lossOf(const ImportedModel& model, Graph& graph) {
+// The single output a loss the graph adds is computed on.
+const ir::Tensor& singleOutput(const Graph& graph, const char* loss) {
+  if (graph.outputs().size() != 1) {
+    throw Error(ErrorKind::kUnsupported, "training needs a loss: the model has " +
+                                             std::to_string(graph.outputs().size()) + " outputs, and tpusim adds " +
+                                             loss + " only to a single output");
+  }
+  return graph.tensor(graph.outputs()[0]);
+}
+
+int lossOf(const ImportedModel& model, Graph& graph, LossKind kind) {
   if (model.has_loss) {
+    if (kind != LossKind::kAuto) {
+      throw Error(ErrorKind::kInvalidConfig,
+                  "the model computes its own loss; a loss option other than auto applies to models without one");
+    }
     for (int output : graph.outputs()) {
       if (graph.tensor(output).role == TensorRole::kLoss) return output;
     }
-    throw Error(ErrorKind::kInvalidInput, "the model's SoftmaxCrossEntropyLoss is not a graph output");
+    throw Error(ErrorKind::kInvalidInput, "the model's loss is not a graph output");
   }
-  if (graph.outputs().size() != 1) {
-    throw Error(ErrorKind::kUnsupported, "training needs a loss: the model has " +
-                                             std::to_string(graph.outputs().size()) +
-                                             " outputs, and tpusim adds softmax cross-entropy only to a single output");
+  if (kind == LossKind::kMse) {
+    const ir::Tensor prediction = singleOutput(graph, "mean squared error");
+    const int targets = graph.addInput("targets", prediction.shape, prediction.dtype, TensorRole::kLabel);
+    return graph.mseLoss("loss", prediction.id, targets);
   }
-  const ir::Tensor logits = graph.tensor(graph.outputs()[0]);
+  const ir::Tensor logits = singleOutput(graph, "softmax cross-entropy");
   if (logits.shape.size() != 2) {
     throw Error(ErrorKind::kUnsupported, "training adds softmax cross-entropy to a [batch, classes] output; '" +
                                              logits.name + "' is " + ir::shapeToString(logits.shape));
@@ -258,31 +283,116 @@ int lossOf(const ImportedModel& model, Graph& graph) {
   return graph.softmaxCrossEntropy("loss", logits.id, labels);
 }
 
+// The weights the loss depends on, in tensor order, with their gradients.
+std::vector<std::pair<int, int>> trainedWeights(const Graph& graph, const std::map<int, int>& grads) {
+  std::vector<std::pair<int, int>> updates;
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (tensor.role != TensorRole::kWeight || graph.producer(tensor.id) != nullptr) continue;
+    auto grad = grads.find(tensor.id);
+    if (grad != grads.end()) updates.emplace_back(tensor.id, grad->second);
+  }
+  if (updates.empty())
+    throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
+  return updates;
+}
+
+// Forward and backward of k micro-batches: the model's graph (at the micro-batch size)
+// replayed once per slice of the full-batch inputs, each followed by its backward pass;
+// the weights' gradients are summed and scaled by 1 / k, so a mean loss over the full
+// batch gets the full batch's gradient. Marks the forward ops in `forward`.
+Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_loss, int64_t k,
+                   std::vector<std::pair<int, int>>& updates, std::vector<bool>& forward) {
+  Graph graph;
+  const int64_t rows = model.batch;
+  std::map<int, int> full;  // micro graph's sources -> the step's tensors
+  for (const ir::Tensor& t : micro.tensors()) {
+    if (micro.producer(t.id) != nullptr) continue;
+    if (t.role == TensorRole::kWeight) {
+      full[t.id] = graph.addWeight(t.name, t.shape, t.dtype);
+    } else if (t.role == TensorRole::kConstant) {
+      full[t.id] = graph.addConstant(t.name, t.shape, t.dtype);
+    } else {
+      ir::Shape shape = t.shape;
+      if (!shape.empty() && shape[0] == rows) shape[0] = rows * k;
+      full[t.id] = graph.addInput(t.name, shape, t.dtype, t.role);
+    }
+  }
+  std::map<int, int> sums;  // weight -> summed gradient
+  int losses = -1;
+  for (int64_t i = 0; i < k; ++i) {
+    const std::string suffix = ".mb" + std::to_string(i);
+    std::map<int, int> map;
+    for (const auto& [source, tensor] : full) {
+      const ir::Tensor& t = graph.tensor(tensor);
+      const bool sliced = t.role != TensorRole::kWeight && t.role != TensorRole::kConstant && !t.shape.empty() &&
+                          t.shape != micro.tensor(source).shape;
+      map[source] = sliced ? graph.slice(t.name + suffix, tensor, 0, i * rows, rows, t.role) : tensor;
+    }
+    for (const Op& op : micro.ops()) {
+      std::vector<int> inputs;
+      for (int input : op.inputs) inputs.push_back(map.at(input));
+      const int out = graph.cloneOp(micro, op, inputs, op.name + suffix);
+      graph.rename(out, micro.tensor(op.outputs[0]).name + suffix);
+      map[op.outputs[0]] = out;
+    }
+    forward.resize(graph.ops().size(), true);
+    Backward backward(graph);
+    backward.run(map.at(micro_loss));
+    for (const auto& [weight, grad] : trainedWeights(graph, backward.grads())) {
+      auto [it, inserted] = sums.emplace(weight, grad);
+      if (!inserted) {
+        it->second = graph.add(graph.tensor(weight).name + ".grad_acc" + std::to_string(i), it->second, grad,
+                               TensorRole::kGradient);
+      }
+    }
+    forward.resize(graph.ops().size(), false);
+    const int loss = map.at(micro_loss);
+    if (losses < 0) {
+      losses = loss;
+    } else {  // the loss sum is forward work: rematerialization leaves it alone
+      losses = graph.add("loss.acc" + std::to_string(i), losses, loss, TensorRole::kLoss);
+      forward.push_back(true);
+    }
+  }
+  const double mean = 1.0 / static_cast<double>(k);
+  for (const auto& [weight, grad] : sums) {
+    updates.emplace_back(weight, graph.scale(graph.tensor(weight).name + ".grad_mean", grad, mean));
+    graph.rename(updates.back().second, graph.tensor(weight).name + ".grad_mean");
+  }
+  const int loss = graph.scale("loss.mean", losses, mean, TensorRole::kLoss);
+  graph.rename(loss, micro.tensor(micro_loss).name);
+  graph.markOutput(loss);
+  forward.push_back(true);
+  return graph;
+}
+
 }  // namespace
 
 Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& options) {
+  validateTrainingOptions(options);
+  ir::OptimizerConfig optimizer = options.optimizer;
+  optimizer.learning_rate = options.learning_rate;
   Graph graph = model.graph;
-  const int loss = lossOf(model, graph);
-  Backward backward(graph);
-  backward.run(loss);
-  bool any_weight = false;
-  const size_t weight_count = graph.tensors().size();  // updates append tensors
-  for (size_t id = 0; id < weight_count; ++id) {
-    const ir::Tensor& tensor = graph.tensor(static_cast<int>(id));
-    if (tensor.role != TensorRole::kWeight || graph.producer(tensor.id) != nullptr) continue;
-    auto grad = backward.grads().find(tensor.id);
-    if (grad == backward.grads().end()) continue;  // a weight the loss does not depend on
-    const std::string name = tensor.name + ".sgd";
-    graph.sgdUpdate(name, tensor.id, grad->second, options.learning_rate);
-    any_weight = true;
+  const int loss = lossOf(model, graph, options.loss);
+  std::vector<bool> forward;  // per op: part of the forward pass (or the loss)
+  std::vector<std::pair<int, int>> updates;
+  if (options.micro_batches > 1) {
+    graph = microBatched(model, graph, loss, options.micro_batches, updates, forward);
+  } else {
+    forward.assign(graph.ops().size(), true);
+    Backward backward(graph);
+    backward.run(loss);
+    updates = trainedWeights(graph, backward.grads());
+    if (std::find(graph.outputs().begin(), graph.outputs().end(), loss) == graph.outputs().end()) {
+      graph.markOutput(loss);
+    }
   }
-  if (!any_weight)
-    throw Error(ErrorKind::kInvalidInput, "the model has no weights that the loss depends on: nothing to train");
-  Graph result = std::move(graph);
-  if (std::find(result.outputs().begin(), result.outputs().end(), loss) == result.outputs().end()) {
-    result.markOutput(loss);
+  appendOptimizer(graph, updates, optimizer);
+  if (options.rematerialize == Remat::kAll) {
+    forward.resize(graph.ops().size(), false);
+    graph = rematerialize(graph, forward);
   }
-  return result;
+  return graph;
 }
 
 Graph buildInferenceGraph(const ImportedModel& model) {

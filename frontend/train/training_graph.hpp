@@ -1,19 +1,47 @@
 // Turns an imported model into the graph one step runs: the forward pass
 // alone (inference), or forward, loss, backward (reverse-mode autodiff) and
-// an SGD update of every weight (training).
+// an optimizer update of every weight (training). docs/frontend.md gives the
+// losses and the optimizers' formulas.
 #pragma once
+
+#include <cstdint>
+#include <string>
 
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/ir/graph.hpp"
 
 namespace tpusim {
 
-struct TrainingOptions {
-  double learning_rate = 0.01;
+enum class LossKind {
+  kAuto,                 // the model's own loss, else softmax cross-entropy on its single [batch, classes] output
+  kSoftmaxCrossEntropy,  // on the single [batch, classes] output, against int64 "labels" [batch]
+  kMse,                  // mean squared error of the single output against a float "targets" of its shape
 };
 
-// A model without its own loss gets softmax cross-entropy on its single
-// [batch, classes] output, against a new int64 input "labels" [batch].
+enum class Remat {
+  kNone,  // backward ops read the forward activations
+  kAll,   // every forward activation a backward op reads is recomputed from the step's inputs and weights
+};
+
+struct TrainingOptions {
+  double learning_rate = 0.01;
+  LossKind loss = LossKind::kAuto;
+  // kind, warmup and hyperparameters; its learning_rate is replaced by the one above.
+  ir::OptimizerConfig optimizer = {};
+  // k > 1: the model is imported at the micro-batch size; the step's inputs are k times
+  // its batch, and forward + backward run once per slice, gradients summed, one update.
+  int64_t micro_batches = 1;
+  Remat rematerialize = Remat::kNone;
+};
+
+// Option values by name, for the CLI and the Python module; unknown names are
+// kInvalidConfig errors listing the known ones.
+LossKind parseLoss(const std::string& name);
+ir::OptimizerKind parseOptimizer(const std::string& name);
+Remat parseRemat(const std::string& name);
+// Throws kInvalidConfig for a rate <= 0, a negative warmup, a beta outside [0, 1), ...
+void validateTrainingOptions(const TrainingOptions& options);
+
 ir::Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& options);
 
 // The forward pass; a loss the model computes itself is dropped, and its

@@ -8,6 +8,7 @@
 #include "reference/cpu/conv.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "reference/cpu/pool.hpp"
+#include "reference/cpu/training_kernels.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 
@@ -469,6 +470,40 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const std::vector<float>& g = in(1).floats;
       const auto rate = static_cast<float>(op.scalar);
       for (size_t i = 0; i < y.size(); ++i) y[i] = w[i] - rate * g[i];
+      break;
+    }
+    // Training: losses and optimizers (training_kernels.hpp).
+    case OpType::kMseLoss: y[0] = mseLoss(in(0).floats, in(1).floats); break;
+    case OpType::kMseLossGrad: mseLossGrad(in(0).floats, in(1).floats, y); break;
+    case OpType::kNllLossGrad: {
+      const ir::Shape& shape = in(0).shape;
+      const int64_t trailing = ir::elementCount(ir::Shape(shape.begin() + 2, shape.end()));
+      const std::vector<float> none;
+      nllLossGrad(in(1).ints, op.inputs.size() > 2 ? in(2).floats : none, y, shape[0], shape[1], trailing,
+                  op.reduction == ir::Reduction::kSum ? 1 : 2, op.ignore_index ? &*op.ignore_index : nullptr);
+      break;
+    }
+    case OpType::kOptimizerUpdate: {
+      if (op.update_target == ir::UpdateTarget::kStep) {
+        out.ints[0] = in(0).ints[0] + 1;
+        break;
+      }
+      // Unpacked in the order graph.hpp gives (optimizerUpdate).
+      const bool state_update = op.update_target != ir::UpdateTarget::kParameter;
+      UpdateOperands operands;
+      size_t next = 0;
+      if (!state_update) operands.parameter = in(next++).floats;
+      operands.gradient = in(next++).floats;
+      operands.step = in(next++).ints.at(0);
+      if (op.has_rate_input) operands.rate_input = in(next++).floats.at(0);
+      if (state_update) {
+        operands.states.push_back(in(next++).floats);
+        if (ir::updateReadsParameter(op)) operands.parameter = in(next++).floats;
+      } else {
+        while (next < op.inputs.size()) operands.states.push_back(in(next++).floats);
+      }
+      while (next < op.inputs.size()) operands.scalars.push_back(in(next++).floats.at(0));
+      optimizerUpdate(op.optimizer, op.update_target, operands, y);
       break;
     }
   }

@@ -105,6 +105,18 @@ BAD_INPUTS = [
     (["run"], 2, "missing MODEL"),
     (["run", "{mlp}", "--frobnicate"], 2, "unrecognised option"),
     (["frobnicate"], 2, "unknown command"),
+    (["run", "{mlp}", "--optimizer", "rmsprop"], 2, "unknown optimizer 'rmsprop'"),
+    (["run", "{mlp}", "--loss", "hinge"], 2, "unknown loss 'hinge'"),
+    (["run", "{mlp}", "--remat", "some"], 2, "unknown rematerialization policy 'some'"),
+    (["run", "{mlp}", "--warmup-steps", "-1"], 2, "warmup steps must be >= 0"),
+    (["run", "{mlp}", "--lr", "0"], 2, "learning rate must be > 0"),
+    (["run", "{mlp}", "--lr", "-0.5"], 2, "learning rate must be > 0"),
+    (["run", "{mlp}", "--optimizer", "adam", "--beta1", "1"], 2, "beta1 (momentum) must be in [0, 1)"),
+    (["run", "{mlp}", "--optimizer", "adam", "--beta2", "-0.1"], 2, "beta2 must be in [0, 1)"),
+    (["run", "{mlp}", "--optimizer", "momentum", "--momentum", "1.5"], 2, "must be in [0, 1)"),
+    (["run", "{mlp}", "--micro-batches", "5"], 2, "batch 32 does not divide into 5 micro-batches"),
+    (["run", "{mlp}", "--micro-batches", "0"], 2, "micro-batches must be >= 1"),
+    (["run", "{mlp}", "--optimizer", "sgd", "--nesterov"], 2, "--nesterov applies to the momentum optimizer"),
 ]
 
 
@@ -213,3 +225,64 @@ def test_zoo_model_runs_at_batch_1(tpusim_bin, tmp_path, model, mode):
     assert report["total_cycles"] > 0
     if mode == "training":
         assert any(op["type"] == "SgdUpdate" for op in report["ops"])
+def vpu_element_ops(report):
+    return sum(unit["element_ops"] for name, unit in report["units"].items() if name.endswith(".vpu"))
+
+
+def hbm_bytes(report):
+    hbm = report["units"]["chip0.hbm"]
+    return hbm["bytes_read"], hbm["bytes_written"]
+
+
+def run_report(tpusim_bin, mlp_path, out, *args):
+    result = run(tpusim_bin, "run", mlp_path, "--hw", "tpuv4", "--out", str(out), *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text())
+
+
+# traces/mlp.onnx: 784x512 + 512 + 512x512 + 512 + 512x10 + 10 weights.
+MLP_WEIGHTS = 784 * 512 + 512 + 512 * 512 + 512 + 512 * 10 + 10  # 669706
+
+
+def test_adam_adds_its_closed_form_update_cost(tpusim_bin, mlp_path, tmp_path):
+    sgd = run_report(tpusim_bin, mlp_path, tmp_path / "sgd")
+    adam = run_report(tpusim_bin, mlp_path, tmp_path / "adam", "--optimizer", "adam", "--lr", "1e-3")
+    # Per weight element SGD costs 2 VPU ops; Adam's m 3 + v 4 + weight 9 = 16; plus 1 for the
+    # step counter: 14 x 669706 + 1 = 9375885 more element ops (vector_costs.hpp).
+    assert vpu_element_ops(adam) - vpu_element_ops(sgd) == 14 * MLP_WEIGHTS + 1
+    # HBM: the m and v updates read g and their state (8 bytes per element each; no weight
+    # decay, so not w), the weight update also reads m' and v' (8); each of the 18 updates
+    # (6 weights x 3) reads the 8-byte step on both cores, and the increment reads it once:
+    # 24 x 669706 + 288 + 8. Writes: m' and v' (8 per element) and the step (8).
+    (sgd_read, sgd_written), (adam_read, adam_written) = hbm_bytes(sgd), hbm_bytes(adam)
+    assert adam_read - sgd_read == 24 * MLP_WEIGHTS + 18 * 2 * 8 + 8
+    assert adam_written - sgd_written == 8 * MLP_WEIGHTS + 8
+    assert adam["total_cycles"] > sgd["total_cycles"]
+
+
+def test_micro_batches_repeat_the_mxu_work_at_the_smaller_batch(tpusim_bin, mlp_path, tmp_path):
+    full = run_report(tpusim_bin, mlp_path, tmp_path / "k1")
+    micro = run_report(tpusim_bin, mlp_path, tmp_path / "k4", "--micro-batches", "4")
+    assert micro["batch"] == 32
+    # Matmul FLOPs are linear in the batch: 4 micro-batches of 8 do the work of one of 32.
+    assert mxu_flops_by_type(micro) == mxu_flops_by_type(full)
+    mxu = lambda r: sum(1 for op in r["ops"] if op["unit_kind"] == "mxu")  # noqa: E731
+    assert mxu(micro) == 4 * mxu(full)
+    updates = [op for op in micro["ops"] if op["type"] == "SgdUpdate" and op["unit_kind"] == "vpu"]
+    assert len(updates) == len([op for op in full["ops"] if op["type"] == "SgdUpdate" and op["unit_kind"] == "vpu"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--optimizer", "momentum", "--nesterov", "--warmup-steps", "100"],
+        ["--optimizer", "adam", "--adamw", "--weight-decay", "0.01"],
+        ["--optimizer", "adagrad"],
+        ["--optimizer", "lars", "--weight-decay", "1e-4"],
+        ["--loss", "mse", "--optimizer", "adam", "--lr", "1e-3", "--warmup-steps", "100", "--micro-batches", "4",
+         "--remat", "all"],
+    ],
+)
+def test_training_options_simulate(tpusim_bin, mlp_path, tmp_path, args):
+    report = run_report(tpusim_bin, mlp_path, tmp_path, *args)
+    assert report["total_cycles"] > 0

@@ -104,3 +104,47 @@ TEST(Lower, BytesAndFlopsMatchTheShapes) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+// Adam's state lives in HBM like the weights: each moment's update loads the moment and
+// stores over it (the same buffer), on the VPU at its per-element cost, before the weight's
+// update loads the new moments; the step's increment waits for every read of the step.
+TEST(Lower, AdamStateIsLoadedAndStoredInPlace) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{32});
+  TrainingOptions options;
+  options.optimizer.kind = ir::OptimizerKind::kAdam;
+  const program::Program program = lowerToProgram(buildTrainingGraph(model, options), HardwareParams::load("tpuv4"),
+                                                  LowerOptions{"mlp", "training", 32});
+  const program::ChipProgram& chip = program.chips(0);
+  const uint32_t m = bufferNamed(chip, "w1.m").id();
+  EXPECT_EQ(bufferNamed(chip, "w1.m").role(), program::WEIGHT);
+  int loads = 0, stores = 0;
+  uint64_t elements = 0;
+  for (const auto& ins : chip.instructions()) {
+    if (ins.unit() == program::DMA && ins.reads(0) == m) ++loads;
+    if (ins.unit() == program::DMA && ins.writes(0) == m) ++stores;
+    if (ins.unit() == program::VPU && ins.op() == "w1.adam.m") {
+      EXPECT_EQ(ins.vector().ops_per_element(), 3u);  // b1 m + (1 - b1) g
+      elements += ins.vector().elements();
+    }
+  }
+  EXPECT_EQ(stores, 2);          // m' on both cores (w1 is [8, 16], split by rows)
+  EXPECT_EQ(loads, 2 + 2);       // by the m update, then m' by the weight update
+  EXPECT_EQ(elements, 8u * 16);  // every element once
+  const uint32_t step = bufferNamed(chip, "step").id();
+  std::set<uint32_t> step_reads;
+  for (const auto& ins : chip.instructions()) {
+    if (ins.unit() == program::DMA && ins.reads(0) == step) step_reads.insert(ins.id());
+    if (ins.unit() == program::DMA && ins.writes(0) == step) {
+      const std::set<uint32_t> deps(ins.deps().begin(), ins.deps().end());
+      for (uint32_t read : step_reads) EXPECT_TRUE(deps.count(read)) << "the increment overtakes read " << read;
+    }
+  }
+  EXPECT_GT(step_reads.size(), 4u);
+}
+
+}  // namespace
+}  // namespace tpusim

@@ -85,13 +85,25 @@ TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
   EXPECT_EQ(countOps(training, ir::OpType::kSoftmaxCrossEntropy), 1);
 }
 
-TEST(TrainingGraph, LossesWithoutAGradientAreClearlyUnsupported) {
+// SoftmaxCrossEntropyLoss other than [N, C] mean is imported as LogSoftmax + NllLoss; both have
+// gradients, so it trains. A loss with reduction none is not a scalar, and has none.
+ImportedModel mlpWithLossReduction(const std::string& reduction) {
   auto b = testing::OnnxBuilder::mlpWithLoss();
   auto* attr = b.model().mutable_graph()->mutable_node(3)->add_attribute();  // the loss node
   attr->set_name("reduction");
   attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s("sum");
-  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  attr->set_s(reduction);
+  return importOnnxModel(b.model(), OnnxImportOptions{4});
+}
+
+TEST(TrainingGraph, DecomposedLossTrains) {
+  const ir::Graph graph = buildTrainingGraph(mlpWithLossReduction("sum"), TrainingOptions{});
+  EXPECT_EQ(countOps(graph, ir::OpType::kNllLossGrad), 1);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
+}
+
+TEST(TrainingGraph, LossesWithoutAGradientAreClearlyUnsupported) {
+  const ImportedModel model = mlpWithLossReduction("none");
   try {
     buildTrainingGraph(model, TrainingOptions{});
     FAIL() << "expected an error";
@@ -109,6 +121,44 @@ TEST(TrainingGraph, OutputsThatCannotTakeALossAreErrors) {
   const int x = model.graph.addInput("x", {4, 8, 2}, DType::kF32, ir::TensorRole::kInput);
   model.graph.markOutput(model.graph.relu("r", x));
   EXPECT_THROW(buildTrainingGraph(model, TrainingOptions{}), Error);
+}
+
+}  // namespace
+}  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+TEST(TrainingGraph, ALossOptionForAModelWithItsOwnLossIsAConfigError) {
+  auto b = testing::OnnxBuilder::mlpWithLoss();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+  TrainingOptions options;
+  options.loss = LossKind::kMse;
+  try {
+    buildTrainingGraph(model, options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kInvalidConfig);
+    EXPECT_NE(std::string(error.what()).find("computes its own loss"), std::string::npos) << error.what();
+  }
+}
+
+TEST(TrainingGraph, MicroBatchesSliceTheStepInputs) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{2});  // micro-batches of 2
+  TrainingOptions options;
+  options.micro_batches = 3;
+  const ir::Graph graph = buildTrainingGraph(model, options);
+  // x [6, 16] and labels [6], each sliced into 3 row ranges.
+  EXPECT_EQ(countOps(graph, ir::OpType::kSlice), 2 * 3);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 3);
+  EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.name == "x") {
+      EXPECT_EQ(t.shape, (ir::Shape{6, 16}));
+    }
+  }
+  EXPECT_EQ(graph.tensor(graph.outputs().back()).role, ir::TensorRole::kLoss);
 }
 
 }  // namespace

@@ -175,6 +175,25 @@ std::string runCase(const fs::path& dir, const onnx::ModelProto& proto) {
   return "";
 }
 
+// Cases whose model file disagrees with the outputs stored beside it, and the repair that
+// makes the model the one the outputs were generated from. test_adam_multiple's outputs were
+// computed with epsilon 1e-2 but its Adam node has no epsilon, so it reads the schema's
+// default 1e-6 (onnx/onnx#7749); the case runs with the attribute added.
+int repairKnownDefects(const std::string& name, onnx::ModelProto& model) {
+  if (name != "test_adam_multiple") return 0;
+  for (auto& node : *model.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Adam") continue;
+    for (const auto& attr : node.attribute()) {
+      if (attr.name() == "epsilon") return 0;  // a fixed copy of the suite
+    }
+    onnx::AttributeProto* epsilon = node.add_attribute();
+    epsilon->set_name("epsilon");
+    epsilon->set_type(onnx::AttributeProto::FLOAT);
+    epsilon->set_f(1e-2f);
+  }
+  return 1;
+}
+
 TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   if (!fs::exists(kSuiteDir))
     GTEST_SKIP() << kSuiteDir << " is missing: install libonnx-testdata (scripts/setup.sh does)";
@@ -189,6 +208,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   int relabelled = 0;
   int other_types = 0;
   int refused = 0;
+  int repaired = 0;
   std::map<std::string, int> passed_by_op;
   for (const fs::path& dir : cases) {
     if (!fs::exists(dir / "model.onnx")) continue;
@@ -198,7 +218,8 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
     for (const auto& node : proto.graph().node()) ops.insert(node.op_type());
     if (!std::includes(supported.begin(), supported.end(), ops.begin(), ops.end())) continue;
     // tpusim reads opset 13 and later; older cases of supported ops are counted apart.
-    int64_t opset = 0;
+    // (A case of training ops alone, domain ai.onnx.preview.training, imports no default-domain opset.)
+    int64_t opset = kOldestOnnxOpset;
     for (const auto& import : proto.opset_import()) {
       if (import.domain().empty() || import.domain() == "ai.onnx") opset = import.version();
     }
@@ -236,6 +257,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
       continue;
     }
     ++of_supported_ops;
+    repaired += repairKnownDefects(dir.filename().string(), runnable);
     std::string problem;
     try {
       problem = runCase(dir, runnable);
@@ -254,7 +276,8 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
             << passed << " passed; " << older_opset << " more use supported ops in versions older than opset "
             << kOldestOnnxOpset << "'s, not read; " << other_types
             << " more use value types tpusim lacks (double, string, int16, sequences, ...), not read; " << refused
-            << " refused by design (random training-mode Dropout), each checked to be an unsupported error\n";
+            << " refused by design (random training-mode Dropout), each checked to be an unsupported error; "
+            << repaired << " run with a model attribute repaired to match its outputs (onnx/onnx#7749)\n";
   for (const auto& [op, count] : passed_by_op) std::cout << "  " << op << ": " << count << " passed\n";
   EXPECT_GT(of_supported_ops, 0);
   EXPECT_EQ(passed, of_supported_ops);
