@@ -1,6 +1,8 @@
 #include "api/session.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <iostream>
 
 #include "frontend/compile.hpp"
 #include "frontend/import/onnx_import.hpp"
@@ -20,7 +22,7 @@ HardwareParams resolveHardware(const RunRequest& request) {
   return hw;
 }
 
-program::Program compileRequest(const RunRequest& request, const HardwareParams& hw) {
+program::Program compileRequest(const RunRequest& request, const HardwareParams& hw, std::vector<PassTiming>* timings) {
   if (!std::filesystem::exists(request.model_path)) {
     throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
   }
@@ -39,11 +41,22 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
     }
     return program;
   }
+  const auto start = std::chrono::steady_clock::now();
   const ModelGraph built = buildModelGraph(request);
+  const std::chrono::duration<double> built_in = std::chrono::steady_clock::now() - start;
   const std::string mode = request.mode.value_or("training");
   spdlog::debug("{} graph:\n{}", mode, built.graph.toString());
   const std::string name = std::filesystem::path(request.model_path).filename().string();
-  return compileGraph(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)}).program;
+  CompileOptions options;
+  options.print_ir_after = request.print_ir_after;
+  options.ir_out = &std::cerr;
+  Compiled compiled =
+      compileGraph(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)}, options);
+  if (timings) {
+    timings->push_back({"import_and_training_graph", built_in.count()});
+    timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());
+  }
+  return std::move(compiled.program);
 }
 
 ModelGraph buildModelGraph(const RunRequest& request) {
@@ -134,7 +147,8 @@ RunOutcome runRequest(const RunRequest& request) {
   RunOutcome outcome;
   outcome.program = compileRequest(request, hw);
   const SimResult result = simulate(outcome.program, hw);
-  outcome.report = buildReport(outcome.program, result, hw, RunInfo{outcome.program.model(), request.overrides});
+  outcome.report = buildReport(outcome.program, result, hw,
+                               RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
   return outcome;
 }
 

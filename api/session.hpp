@@ -11,6 +11,7 @@
 
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/ir/graph.hpp"
+#include "frontend/passes/pass_manager.hpp"
 #include "sim/common/params.hpp"
 #include "traces/program.pb.h"
 
@@ -37,6 +38,10 @@ struct RunRequest {
   bool adamw = false;             // Adam: decoupled weight decay
   int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch
   std::string remat = "none";     // none or all
+  // Compiler: print the IR after these passes (names from compilerPassNames(), or "all") to stderr.
+  std::vector<std::string> print_ir_after;
+  // Report: list every executed instruction in report.json's "ops" (large for big models).
+  bool instruction_timeline = true;
 };
 
 // The training options a request asks for (names parsed, values not yet checked).
@@ -47,7 +52,10 @@ TrainingOptions trainingOptionsOf(const RunRequest& request);
 HardwareParams resolveHardware(const RunRequest& request);
 
 // The Program the request describes: an ONNX model compiled for `hw`, or a saved Program.
-program::Program compileRequest(const RunRequest& request, const HardwareParams& hw);
+// `timings`, when given, receives the wall time of each compiler stage (import and the
+// training graph first, then each pass: frontend/compile.hpp).
+program::Program compileRequest(const RunRequest& request, const HardwareParams& hw,
+                                std::vector<PassTiming>* timings = nullptr);
 
 struct RunOutcome {
   program::Program program;

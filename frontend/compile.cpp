@@ -1,11 +1,13 @@
 #include "frontend/compile.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "frontend/passes/mxu_padding.hpp"
 #include "frontend/passes/placement.hpp"
+#include "sim/common/error.hpp"
 
 namespace tpusim {
 
@@ -34,6 +36,14 @@ Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const Lo
                       const CompileOptions& compile) {
   Compiled compiled;
   const PassManager passes = graphPasses(hw);
+  const std::vector<std::string> known = compilerPassNames();
+  for (const std::string& name : compile.print_ir_after) {
+    if (name == "all" || std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::string list;
+    for (const std::string& pass : known) list.append(list.empty() ? "" : ", ").append(pass);
+    throw Error(ErrorKind::kInvalidConfig,
+                "unknown pass '" + name + "' for --print-ir-after (passes: " + list + ", or all)");
+  }
   std::vector<std::string> graph_prints;
   bool print_plan = false;
   for (const std::string& name : compile.print_ir_after) {
@@ -50,7 +60,8 @@ Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const Lo
   const MemoryPlan plan = planMemory(compiled_graph);
   compiled.timings.push_back(
       {"memory_plan", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
-  if (print_plan && compile.ir_out) *compile.ir_out << "// memory plan\n" << describePlan(compiled_graph, plan);
+  if (print_plan && compile.ir_out)
+    *compile.ir_out << "// IR after memory_plan\n" << describePlan(compiled_graph, plan);
 
   start = std::chrono::steady_clock::now();
   compiled.program = lowerToProgram(compiled_graph, plan, hw, options);

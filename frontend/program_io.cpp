@@ -39,7 +39,8 @@ bool parseText(const std::string& text, program::Program& program) {
 }  // namespace
 
 bool isProgramPath(const std::string& path) {
-  return endsWith(path, ".tpuprog") || endsWith(path, ".tpuprog.txt") || endsWith(path, ".pbtxt");
+  return endsWith(path, ".tpuprog") || endsWith(path, ".program.pb") || endsWith(path, ".tpuprog.txt") ||
+         endsWith(path, ".pbtxt");
 }
 
 void writeProgram(const program::Program& program, const std::string& path) {

@@ -123,6 +123,7 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     entry["tiling"] = lowering.tiling();
     entry["tiles"] = lowering.tiles();
     entry["vmem_bytes"] = lowering.vmem_bytes();
+    if (lowering.mxu_mapping_efficiency() > 0) entry["mxu_mapping_efficiency"] = lowering.mxu_mapping_efficiency();
     fill(t, entry);
     out.ops.push_back(entry);
     auto [it, inserted] = layers.try_emplace(lowering.layer());
@@ -169,6 +170,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   const program::ChipProgram& chip = program.chips(0);
   for (const TimelineEvent& event : result.timeline.events()) {
+    if (!info.instruction_timeline) break;
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
     nlohmann::ordered_json op;
     op["name"] = ins.name();

@@ -18,6 +18,7 @@ inline constexpr int kReportSchemaVersion = 1;
 struct RunInfo {
   std::string model;
   ParamOverrides overrides;
+  bool instruction_timeline = true;  // false: "ops" is left empty (the per-op and per-layer figures stay)
 };
 
 nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,

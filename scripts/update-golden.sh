@@ -10,5 +10,11 @@ cd "$root"
 "$bin" run traces/mlp.onnx --hw tpuv4 --out "$out" | grep -v '^report ' > tests/golden/mlp_tpuv4_training.txt
 "$bin" run traces/mlp.onnx --hw tpuv5e --mode inference --batch 128 --out "$out" | grep -v '^report ' \
   > tests/golden/mlp_tpuv5e_inference_b128.txt
+# The IR after each compiler pass, on the MLP at batch 4 (tests/e2e/test_passes.py).
+mkdir -p tests/golden/passes
+for pass in dead_code fuse_elementwise placement mxu_padding memory_plan; do
+  "$bin" compile traces/mlp.onnx --batch 4 -o "$out/mlp.tpuprog" --print-ir-after "$pass" 2> "tests/golden/passes/mlp_$pass.txt" \
+    > /dev/null
+done
 rm -rf "$out"
 git diff --stat -- tests/golden

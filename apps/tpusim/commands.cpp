@@ -40,7 +40,9 @@ po::options_description modelOptions(ModelOptions& o) {
       "batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
-      "trace, debug, info, warn, error, critical or off");
+      "trace, debug, info, warn, error, critical or off")(
+      "print-ir-after", po::value(&o.training.print_ir_after)->composing(),
+      "print the IR to stderr after a compiler pass (repeatable; a pass name or all)");
   RunRequest& t = o.training;
   po::options_description train("training options (docs/frontend.md)");
   train.add_options()("loss", po::value(&t.loss)->default_value(t.loss), "auto, softmax_cross_entropy or mse")(
@@ -113,10 +115,15 @@ int runCommand(const std::vector<std::string>& args) {
   ModelOptions o;
   std::string out_dir = "tpusim-out";
   po::options_description desc = modelOptions(o);
-  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json");
+  bool no_instructions = false;
+  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json")(
+      "no-instructions", po::bool_switch(&no_instructions),
+      "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
   setLogLevel(o.log_level);
-  const RunOutcome outcome = runRequest(toRequest(o));
+  RunRequest request = toRequest(o);
+  request.instruction_timeline = !no_instructions;
+  const RunOutcome outcome = runRequest(request);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
@@ -135,13 +142,25 @@ int compileCommand(const std::vector<std::string>& args) {
   setLogLevel(o.log_level);
   if (output.empty()) throw Error(ErrorKind::kInvalidConfig, "compile needs -o FILE");
   if (!isProgramPath(output))
-    throw Error(ErrorKind::kInvalidConfig, "-o must end in .tpuprog (binary), .tpuprog.txt or .pbtxt (text)");
+    throw Error(ErrorKind::kInvalidConfig,
+                "-o must end in .tpuprog or .program.pb (binary), .tpuprog.txt or .pbtxt (text)");
   const RunRequest request = toRequest(o);
   const HardwareParams hw = resolveHardware(request);
-  const program::Program program = compileRequest(request, hw);
+  std::vector<PassTiming> timings;
+  const program::Program program = compileRequest(request, hw, &timings);
   writeProgram(program, output);
   std::cout << "wrote " << output << " (" << program.chips(0).instructions_size() << " instructions for " << hw.name()
             << ")\n";
+  if (!timings.empty()) {
+    double total = 0;
+    for (const PassTiming& timing : timings) total += timing.seconds;
+    std::printf("%-28s %10s %7s\n", "compile stage", "ms", "share");
+    for (const PassTiming& timing : timings) {
+      std::printf("%-28s %10.2f %6.1f%%\n", timing.name.c_str(), timing.seconds * 1e3,
+                  total > 0 ? 100.0 * timing.seconds / total : 0.0);
+    }
+    std::printf("%-28s %10.2f\n", "total", total * 1e3);
+  }
   return 0;
 }
 

@@ -178,7 +178,8 @@ def test_resnet50_trace_trains_at_batch_1(tpusim_bin, tmp_path):
 
 def test_resnet50_trains_at_batch_128_with_per_op_and_per_layer_time(tpusim_bin, tmp_path):
     trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
-    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "128", "--out", str(tmp_path))
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "128", "--no-instructions", "--out",
+                 str(tmp_path))
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "report.json").read_text())
     # Forward, backward and optimizer ops all ran, tiled to fit VMEM.
@@ -198,6 +199,7 @@ def test_resnet50_trains_at_batch_128_with_per_op_and_per_layer_time(tpusim_bin,
     # Buffers are reused: the step fits tpuv4's 32 GiB, which keeping every tensor would not.
     memory = report["memory"]
     assert memory["live_peak_bytes"] <= memory["peak_bytes"] <= memory["capacity_bytes"]
+    assert report["ops"] == []  # --no-instructions
     assert memory["unplanned_bytes"] > memory["capacity_bytes"]
     assert "top layers" in result.stdout
 
