@@ -1,0 +1,113 @@
+// Elementwise fusion: which ops join a group, and what the fused lowering saves (closed forms).
+#include "frontend/passes/fusion.hpp"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "frontend/compile.hpp"
+#include "frontend/lower/lower.hpp"
+
+namespace tpusim {
+namespace {
+
+struct DmaBytes {
+  uint64_t loaded = 0, stored = 0;
+};
+
+DmaBytes dmaBytes(const program::Program& program) {
+  DmaBytes bytes;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.has_dma()) (ins.dma().dst() == program::VMEM ? bytes.loaded : bytes.stored) += ins.dma().bytes();
+  }
+  return bytes;
+}
+
+HardwareParams oneCore() {
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("chip.tensor_cores", "1");
+  return hw;
+}
+
+// y = relu(x w + b), x [4096, 1024], w [1024, 1024], b [1024].
+ir::Graph denseRelu() {
+  ir::Graph g;
+  const int x = g.addInput("x", {4096, 1024}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {1024, 1024}, DType::kF32);
+  const int b = g.addWeight("b", {1024}, DType::kF32);
+  const int sum = g.add("bias", g.matmul("mm", x, w, false, false), b);
+  g.markOutput(g.relu("relu", sum));
+  return g;
+}
+
+TEST(Fusion, BiasAndReluJoinTheMatmulEpilogue) {
+  const ir::Graph fused = fuseElementwise(denseRelu());
+  ASSERT_EQ(fused.ops().size(), 3u);
+  for (const ir::Op& op : fused.ops()) EXPECT_EQ(op.fusion_group, 0) << op.name;
+  const std::vector<bool> on_chip = onChipOnly(fused);
+  EXPECT_TRUE(on_chip[static_cast<size_t>(fused.ops()[0].outputs[0])]);   // the product
+  EXPECT_TRUE(on_chip[static_cast<size_t>(fused.ops()[1].outputs[0])]);   // the biased sum
+  EXPECT_FALSE(on_chip[static_cast<size_t>(fused.ops()[2].outputs[0])]);  // the output
+}
+
+TEST(Fusion, FusedLoweringMovesEachTensorOnce) {
+  const HardwareParams hw = oneCore();
+  const uint64_t x = 4096ull * 1024 * 4, w = 1024ull * 1024 * 4, b = 1024 * 4, y = 4096ull * 1024 * 4;
+  const DmaBytes fused = dmaBytes(compileGraph(denseRelu(), hw, LowerOptions{"t", "inference", 1}).program);
+  EXPECT_EQ(fused.loaded, x + w + b);  // the bias is loaded once and kept beside the tiles
+  EXPECT_EQ(fused.stored, y);
+  // Unfused, the product and the sum each go out to HBM and come back.
+  const DmaBytes unfused = dmaBytes(lowerToProgram(denseRelu(), hw, LowerOptions{"t", "inference", 1}));
+  EXPECT_EQ(unfused.loaded, x + w + b + 2 * y);
+  EXPECT_EQ(unfused.stored, 3 * y);
+}
+
+TEST(Fusion, AnOperandMadeAfterTheLeaderKeepsTheOpOut) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {64, 64}, DType::kF32);
+  const int mm = g.matmul("mm", x, w, false, false);
+  const int other = g.unary(ir::UnaryKind::kExp, "other", x);  // not elementwise-after-mm: a new leader
+  const int later = g.matmul("later", other, w, false, false);
+  g.markOutput(g.add("sum", mm, later));  // mm's group can't take it: `later` comes after mm
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) {
+    if (op.name == "sum") {
+      EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "later");
+    }
+  }
+}
+
+TEST(Fusion, AnInPlaceUpdateInBetweenKeepsTheOpOut) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {64}, DType::kF32);
+  const int first = g.relu("first", x);
+  g.sgdUpdate("w.sgd", w, first, 0.1);  // overwrites w
+  g.markOutput(g.add("reads_w", first, w));
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) {
+    if (op.name == "reads_w") {
+      EXPECT_EQ(op.fusion_group, -1);  // would read w before its update
+    }
+  }
+}
+
+TEST(Fusion, GroupsStopAtTheSizeLimit) {
+  ir::Graph g;
+  int x = g.addInput("x", {64}, DType::kF32, ir::TensorRole::kInput);
+  for (size_t i = 0; i < 2 * kMaxFusedOps; ++i) {
+    std::string name = "relu";
+    name.append(std::to_string(i));
+    x = g.relu(name, x);
+  }
+  g.markOutput(x);
+  const ir::Graph fused = fuseElementwise(g);
+  std::map<int, size_t> sizes;
+  for (const ir::Op& op : fused.ops()) ++sizes[op.fusion_group];
+  for (const auto& [group, size] : sizes) EXPECT_LE(size, kMaxFusedOps) << group;
+  EXPECT_EQ(sizes.size(), 2u);
+}
+
+}  // namespace
+}  // namespace tpusim
