@@ -33,6 +33,31 @@ int64_t elementCount(const Shape& shape) {
   return count;
 }
 
+int64_t checkedElementCount(const Shape& shape, const std::string& what) {
+  int64_t count = 1;
+  bool overflow = false;
+  for (int64_t dim : shape) {
+    if (dim < 0) {
+      std::string message = what;
+      message.append(" has shape ").append(shapeToString(shape)).append(" with a negative dimension");
+      throw Error(ErrorKind::kInvalidInput, message);
+    }
+    overflow = overflow || __builtin_mul_overflow(count, dim, &count);
+  }
+  if (overflow || count > kMaxTensorElements) {
+    std::string message = what;
+    message.append(" has shape ").append(shapeToString(shape)).append(" of ");
+    if (overflow) {
+      message.append("more than 2^63 elements (the product overflows int64)");
+    } else {
+      message.append(std::to_string(count)).append(" elements");
+    }
+    message.append(", above the 2^40 elements tpusim accepts in one tensor");
+    throw Error(ErrorKind::kInvalidInput, message);
+  }
+  return count;
+}
+
 std::string shapeToString(const Shape& shape) {
   std::string text = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -123,10 +148,17 @@ bool isElementwiseBinary(OpType type) {
 }
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
-  for (int64_t dim : shape) {
-    if (dim < 0)
-      throw Error(ErrorKind::kInvalidInput,
-                  "tensor '" + name + "' has shape " + shapeToString(shape) + " with a negative dimension");
+  std::string what = "tensor '";
+  what.append(name).append("'");
+  const int64_t count = checkedElementCount(shape, what);
+  // A zero-size tensor is nothing a TPU step can run. Constants and integer weights may
+  // be empty: they are compile-time values (an empty list of axes or pads).
+  const bool compile_time = role == TensorRole::kConstant || (role == TensorRole::kWeight && !isFloat(dtype));
+  if (count == 0 && !compile_time) {
+    what.append(" has shape ")
+        .append(shapeToString(shape))
+        .append(" with a zero dimension (zero-size tensors are not supported)");
+    throw Error(ErrorKind::kUnsupported, what);
   }
   Tensor tensor;
   tensor.id = static_cast<int>(m_tensors.size());

@@ -18,6 +18,12 @@ namespace tpusim::ir {
 using Shape = std::vector<int64_t>;
 
 int64_t elementCount(const Shape& shape);
+// The most elements one tensor may have: 2^40 (4 TiB of f32) is above any TPU's memory,
+// and keeps byte counts far from int64 overflow.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 40;
+// elementCount for an untrusted shape: an Error (kInvalidInput) naming `what` when a
+// dimension is negative or the product exceeds kMaxTensorElements (or overflows int64).
+int64_t checkedElementCount(const Shape& shape, const std::string& what);
 std::string shapeToString(const Shape& shape);
 // The numpy broadcast of two shapes; throws when they do not broadcast.
 Shape broadcastShapes(const Shape& a, const Shape& b);
