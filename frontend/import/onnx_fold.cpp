@@ -24,6 +24,20 @@ bool isFloating(DType dtype) {
   return TensorValue::isFloating(dtype);
 }
 
+// A value computed while compiling lives in host memory: 2^26 elements (256 MiB of
+// int32) is far above any shape computation or mask, and far below a failed allocation.
+constexpr int64_t kMaxFoldedElements = int64_t{1} << 26;
+
+void checkFoldable(const Shape& shape) {
+  const int64_t count = ir::checkedElementCount(shape, "a compile-time value");
+  if (count > kMaxFoldedElements) {
+    std::string message = "a compile-time value of shape ";
+    message.append(ir::shapeToString(shape)).append(" has ").append(std::to_string(count));
+    message.append(" elements, above the 2^26 tpusim evaluates while compiling");
+    throw Error(ErrorKind::kUnsupported, message);
+  }
+}
+
 int64_t wrapInt(DType dtype, int64_t value) {
   switch (dtype) {
     case DType::kUInt8: return static_cast<uint8_t>(value);
@@ -51,6 +65,7 @@ void copyElement(const TensorValue& src, size_t from, TensorValue& dst, size_t t
 // For each element of `out` (row-major), the index of the element of an operand of
 // shape `in` that numpy broadcasting reads.
 std::vector<size_t> broadcastSources(const Shape& in, const Shape& out) {
+  checkFoldable(out);
   const size_t rank = out.size();
   std::vector<int64_t> strides(rank, 0);
   int64_t stride = 1;
@@ -356,7 +371,12 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     const double limit = at(input(1), 0);
     const double delta = at(input(2), 0);
     if (delta == 0) invalid(label + ": Range's delta is 0");
-    const auto count = static_cast<int64_t>(std::max(0.0, std::ceil((limit - first) / delta)));
+    const double steps = std::max(0.0, std::ceil((limit - first) / delta));
+    // Compared as a double first: a cast of a huge (or NaN) count to int64 is undefined.
+    if (!(steps <= static_cast<double>(kMaxFoldedElements)))
+      throw Error(ErrorKind::kUnsupported,
+                  label + ": Range has more than the 2^26 elements tpusim evaluates while compiling");
+    const auto count = static_cast<int64_t>(steps);
     out = TensorValue::zeros({count}, start.dtype);
     for (int64_t i = 0; i < count; ++i) {
       if (isFloating(start.dtype)) {
@@ -376,6 +396,7 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     for (int64_t dim : shape) {
       if (dim < 0) invalid(label + ": the shape has a negative dimension");
     }
+    checkFoldable(shape);
     out = TensorValue::zeros(shape, fill.dtype);
     if (isFloating(fill.dtype)) {
       std::fill(out.floats.begin(), out.floats.end(), fill.floats[0]);

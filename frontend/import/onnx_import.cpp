@@ -45,6 +45,12 @@ void Importer::checkOpset() {
     if (!nodes.empty() && std::all_of(nodes.begin(), nodes.end(), isTrainingOp)) return;
     invalid("the model imports no default-domain opset");
   }
+  if (opset > kNewestOnnxOpset) {
+    std::string message = "opset ";
+    message.append(std::to_string(opset)).append(" is newer than ").append(std::to_string(kNewestOnnxOpset));
+    message.append(", the newest tpusim knows (re-export with an older opset)");
+    throw Error(ErrorKind::kUnsupported, message);
+  }
   if (opset < kOldestOnnxOpset) {
     throw Error(ErrorKind::kUnsupported, "opset " + std::to_string(opset) + " is older than " +
                                              std::to_string(kOldestOnnxOpset) +
@@ -70,8 +76,11 @@ void Importer::addInitializer(const onnx::TensorProto& init) {
 
 void Importer::addGraphInput(const onnx::ValueInfoProto& input) {
   const std::string what = "graph input '" + input.name() + "'";
+  if (input.name().empty()) invalid("a graph input has no name");
+  if (!input.has_type() || input.type().value_case() == onnx::TypeProto::VALUE_NOT_SET) invalid(what + " has no type");
   if (!input.type().has_tensor_type()) throw Error(ErrorKind::kUnsupported, what + " is not a tensor");
   const auto& tensor_type = input.type().tensor_type();
+  if (tensor_type.elem_type() == onnx::TensorProto::UNDEFINED) invalid(what + " has no element type");
   if (!tensor_type.has_shape()) invalid(what + " has no shape");
   ir::Shape shape;
   for (int i = 0; i < tensor_type.shape().dim_size(); ++i) {
@@ -102,6 +111,7 @@ void Importer::addGraphInput(const onnx::ValueInfoProto& input) {
 }
 
 int Importer::value(const std::string& name, const std::string& user) {
+  if (name.empty()) invalid(user + " leaves a required input unnamed (an empty input name)");
   auto it = m_values.find(name);
   if (it != m_values.end()) return it->second;
   auto constant = m_constants.find(name);
@@ -267,6 +277,9 @@ void Importer::importNode(const onnx::NodeProto& node) {
   }
   const std::string& type = node.op_type();
   const std::string label = nodeLabel(node);
+  if (type.empty()) invalid(label + " has no op type");
+  if (node.output_size() == 0) invalid(label + " has no outputs");
+  if (node.input_size() == 0 && type != "Constant") invalid(label + " has no inputs");
   ir::Graph& g = m_result.graph;
   try {
     if (foldNode(node, label)) return;

@@ -19,6 +19,9 @@ class ModelProto;
 namespace tpusim {
 
 inline constexpr int64_t kOldestOnnxOpset = 13;
+// The newest default-domain opset tpusim reads: opset 21 (ONNX 1.16), past the 17 of
+// Debian's libonnx 1.12, as the importer implements later ops (Gelu, opset 20) itself.
+inline constexpr int64_t kNewestOnnxOpset = 21;
 inline constexpr int64_t kDefaultBatch = 32;
 
 struct OnnxImportOptions {

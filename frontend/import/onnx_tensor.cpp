@@ -36,11 +36,10 @@ void checkCount(const Field& field, size_t count, const std::string& name) {
 ir::TensorValue decodeOnnxTensor(const onnx::TensorProto& tensor) {
   ir::TensorValue value;
   const std::string& name = tensor.name();
-  for (int64_t dim : tensor.dims()) {
-    if (dim < 0) throw Error(ErrorKind::kInvalidInput, "tensor '" + name + "' has a negative dimension");
-    value.shape.push_back(dim);
-  }
-  const auto count = static_cast<size_t>(ir::elementCount(value.shape));
+  value.shape.assign(tensor.dims().begin(), tensor.dims().end());
+  std::string what = "tensor '";
+  what.append(name).append("'");
+  const auto count = static_cast<size_t>(ir::checkedElementCount(value.shape, what));
   if (tensor.has_data_location() && tensor.data_location() == onnx::TensorProto::EXTERNAL) {
     throw Error(ErrorKind::kUnsupported, "tensor '" + name + "' keeps its data in an external file");
   }
