@@ -117,7 +117,54 @@ BAD_INPUTS = [
     (["run", "{mlp}", "--micro-batches", "5"], 2, "batch 32 does not divide into 5 micro-batches"),
     (["run", "{mlp}", "--micro-batches", "0"], 2, "micro-batches must be >= 1"),
     (["run", "{mlp}", "--optimizer", "sgd", "--nesterov"], 2, "--nesterov applies to the momentum optimizer"),
+    # Bad ONNX models (write_bad_models): the one line names the file, the node or tensor, the problem.
+    (["run", "{truncated}"], 3, "not an ONNX model"),
+    (["run", "{zero_dim}"], 4, "tensor 'x' has shape [32,0] with a zero dimension"),
+    (["run", "{huge_matmul}"], 3, "node 'y_node' (MatMul): tensor 'y_node:out' has shape [2097152,1048576] of 2199023255552"),
+    (["run", "{opset99}"], 4, "opset 99 is newer than 21"),
+    (["run", "{unknown_domain}"], 4, "node 'y_node' (Relu): domain 'com.example' is not supported"),
+    (["run", "{raw_size}"], 3, "tensor 'w' has 30 bytes of raw data, expected 32"),
 ]
+
+
+def write_bad_models(tmp_path, mlp_path):
+    """Writes the bad models of BAD_INPUTS under tmp_path; returns their paths by name."""
+    import onnx
+    import onnx.helper as oh
+
+    def model(nodes, inputs, initializers=(), opset=17, domain_opsets=()):
+        graph = oh.make_graph(nodes, "bad", inputs, [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              initializer=list(initializers))
+        opsets = [oh.make_opsetid("", opset), *[oh.make_opsetid(d, 1) for d in domain_opsets]]
+        return oh.make_model(graph, opset_imports=opsets)
+
+    def x(*dims):
+        return oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(dims))
+
+    def shape_only(name, dims):  # a float initializer with a shape and no values
+        tensor = onnx.TensorProto(name=name, data_type=onnx.TensorProto.FLOAT)
+        tensor.dims.extend(dims)
+        return tensor
+
+    relu = oh.make_node("Relu", ["x"], ["y"], name="y_node")
+    matmul = oh.make_node("MatMul", ["x", "w"], ["y"], name="y_node")
+    raw_w = shape_only("w", [4, 2])
+    raw_w.raw_data = bytes(30)  # 4 x 2 floats are 32 bytes
+    models = {
+        "zero_dim": model([relu], [x("batch", 0)]),
+        "huge_matmul": model([matmul], [x(1 << 21, 1024)], [shape_only("w", [1024, 1 << 20])]),
+        "opset99": model([relu], [x("batch", 4)], opset=99),
+        "unknown_domain": model([oh.make_node("Relu", ["x"], ["y"], name="y_node", domain="com.example")],
+                                [x("batch", 4)], domain_opsets=["com.example"]),
+        "raw_size": model([matmul], [x("batch", 4)], [raw_w]),
+    }
+    paths = {}
+    for name, m in models.items():
+        paths[name] = tmp_path / (name + ".onnx")
+        paths[name].write_bytes(m.SerializeToString())
+    paths["truncated"] = tmp_path / "truncated.onnx"
+    paths["truncated"].write_bytes(pathlib.Path(mlp_path).read_bytes()[: pathlib.Path(mlp_path).stat().st_size // 2])
+    return paths
 
 
 @pytest.mark.parametrize("args,code,message", BAD_INPUTS)
@@ -126,13 +173,17 @@ def test_bad_inputs_give_one_line_errors(tpusim_bin, mlp_path, tmp_path, args, c
     not_onnx.write_text("this is a text file, not a model\n")
     not_program = tmp_path / "garbage.tpuprog"
     not_program.write_bytes(b"\x08\x96\x01garbage")
-    args = [a.format(mlp=mlp_path, not_onnx=not_onnx, not_program=not_program) for a in args]
+    bad_models = write_bad_models(tmp_path, mlp_path)
+    args = [a.format(mlp=mlp_path, not_onnx=not_onnx, not_program=not_program, **bad_models) for a in args]
     result = run(tpusim_bin, *args, "--out", str(tmp_path / "out")) if args and args[0] == "run" and len(args) > 1 else run(tpusim_bin, *args)
     assert result.returncode == code, (result.returncode, result.stderr)
     assert message in result.stderr, result.stderr
     errors = [line for line in result.stderr.splitlines() if "error" in line or "tpusim" in line]
     assert len(errors) >= 1
     assert "Traceback" not in result.stderr and "terminate" not in result.stderr
+    if len(args) > 1 and args[1].startswith(str(tmp_path)) and args[1].endswith(".onnx"):
+        assert args[1] in result.stderr, result.stderr  # the error names the file
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
 
 
 GOLDEN = pathlib.Path(__file__).resolve().parents[1] / "golden"
