@@ -29,7 +29,10 @@ ImportedModel Importer::run() {
   }
   for (const auto& node : graph.node()) importNode(node);
   if (graph.output_size() == 0) invalid("the graph has no outputs");
-  for (const auto& output : graph.output()) m_result.graph.markOutput(value(output.name(), "graph output"));
+  for (const auto& output : graph.output()) {
+    if (output.name().empty()) invalid("a graph output has no name");
+    m_result.graph.markOutput(value(output.name(), "graph output '" + output.name() + "'"));
+  }
   m_result.batch = m_batch;
   return std::move(m_result);
 }

@@ -388,6 +388,16 @@ TEST(OnnxBadInput, DuplicateOutputNames) {
   EXPECT_ERROR(modelError(shadow.model(), "shadow_input"), ErrorKind::kInvalidInput, "redefines value 'x'");
 }
 
+TEST(OnnxBadInput, GraphOutputsMustBeProducedAndNamed) {
+  auto b = OnnxBuilder::mlp();
+  b.output("nowhere");
+  EXPECT_ERROR(modelError(b.model(), "unproduced_output"), ErrorKind::kInvalidInput,
+               "graph output 'nowhere' uses 'nowhere', which no earlier node produces");
+  auto unnamed = OnnxBuilder::mlp();
+  unnamed.output("");
+  EXPECT_ERROR(modelError(unnamed.model(), "unnamed_output"), ErrorKind::kInvalidInput, "a graph output has no name");
+}
+
 TEST(OnnxBadInput, CyclicGraphNamesTheNode) {
   OnnxBuilder b;
   b.input("x", {-1, 4});
