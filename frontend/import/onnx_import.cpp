@@ -13,9 +13,62 @@
 
 namespace tpusim::onnx_detail {
 
+namespace {
+
+// UTF-8 as RFC 3629 defines it: no overlong forms, surrogates or code points above U+10FFFF.
+bool isUtf8(const std::string& text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const size_t extra = lead < 0x80                    ? 0
+                         : lead >= 0xC2 && lead <= 0xDF ? 1
+                         : lead >= 0xE0 && lead <= 0xEF ? 2
+                         : lead >= 0xF0 && lead <= 0xF4 ? 3
+                                                        : 4;
+    if (extra == 4 || i + extra >= text.size()) return false;
+    uint32_t code = extra == 0 ? lead : lead & (0x3F >> extra);
+    for (size_t k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    if ((extra == 2 && (code < 0x800 || (code >= 0xD800 && code <= 0xDFFF))) ||
+        (extra == 3 && (code < 0x10000 || code > 0x10FFFF)))
+      return false;
+    i += extra + 1;
+  }
+  return true;
+}
+
+// Names reach messages, reports and the Program (whose protobuf strings must be UTF-8);
+// a name that is not is a corrupted file. The message does not echo the bytes.
+void checkNames(const onnx::GraphProto& graph) {
+  auto check = [](const std::string& text, const char* what, const char* where, int index) {
+    if (isUtf8(text)) return;
+    std::string message = "the ";
+    message.append(what).append(" of ").append(where).append(" #").append(std::to_string(index));
+    message.append(" is not valid UTF-8 (a corrupted file?)");
+    invalid(message);
+  };
+  for (int i = 0; i < graph.initializer_size(); ++i) check(graph.initializer(i).name(), "name", "initializer", i);
+  for (int i = 0; i < graph.input_size(); ++i) check(graph.input(i).name(), "name", "graph input", i);
+  for (int i = 0; i < graph.output_size(); ++i) check(graph.output(i).name(), "name", "graph output", i);
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    check(node.name(), "name", "node", i);
+    check(node.op_type(), "op type", "node", i);
+    check(node.domain(), "domain", "node", i);
+    for (const auto& input : node.input()) check(input, "input name", "node", i);
+    for (const auto& output : node.output()) check(output, "output name", "node", i);
+  }
+}
+
+}  // namespace
+
 ImportedModel Importer::run() {
   checkOpset();
   const onnx::GraphProto& graph = m_model.graph();
+  checkNames(graph);
   for (const auto& init : graph.initializer()) addInitializer(init);
   for (const auto& input : graph.input()) {
     if (m_values.count(input.name())) continue;

@@ -398,6 +398,25 @@ TEST(OnnxBadInput, GraphOutputsMustBeProducedAndNamed) {
   EXPECT_ERROR(modelError(unnamed.model(), "unnamed_output"), ErrorKind::kInvalidInput, "a graph output has no name");
 }
 
+TEST(OnnxBadInput, NamesMustBeUtf8) {
+  // A corrupted byte in a name; the message says where without echoing the bytes.
+  auto b = OnnxBuilder::mlp();
+  b.model().mutable_graph()->mutable_node(1)->set_output(0, "a\xff");
+  const Error error = modelError(b.model(), "bad_utf8");
+  EXPECT_ERROR(error, ErrorKind::kInvalidInput, "the output name of node #1 is not valid UTF-8");
+  EXPECT_EQ(std::string(error.what()).find('\xff'), std::string::npos);
+  for (const std::string good : {"caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80"}) {  // é, €, an emoji
+    auto ok = OnnxBuilder::mlp();
+    ok.model().mutable_graph()->mutable_node(1)->set_name(good);
+    EXPECT_NO_THROW(importOnnxModel(ok.model(), {})) << good;
+  }
+  for (const std::string bad : {"\xc0\xaf", "\xed\xa0\x80", "\xe2\x82", "\xf4\x90\x80\x80"}) {
+    auto no = OnnxBuilder::mlp();  // overlong, a surrogate, cut short, above U+10FFFF
+    no.model().mutable_graph()->mutable_node(1)->set_name(bad);
+    EXPECT_THROW(importOnnxModel(no.model(), {}), Error);
+  }
+}
+
 TEST(OnnxBadInput, CyclicGraphNamesTheNode) {
   OnnxBuilder b;
   b.input("x", {-1, 4});
