@@ -279,10 +279,29 @@ class Graph {
   // Removes the ops whose outputs nothing reads (and that are not outputs, losses or in-place updates).
   Graph withoutDeadOps() const;
 
+  // For passes: an edit of this graph's ops, applied by rewired(). Tensor ids stay.
+  struct Rewrite {
+    explicit Rewrite(const Graph& graph)
+        : remove(graph.ops().size(), false), replace(graph.ops().size()), redirect(graph.tensors().size(), -1) {}
+    std::vector<bool> remove;                // per op: drop it
+    std::vector<std::optional<Op>> replace;  // per op: run this op instead; it writes the same outputs
+    std::vector<int> redirect;               // per tensor: what reads it reads this tensor instead (-1: itself)
+  };
+  // A copy with `rewrite` applied, ops in their order. Redirects follow chains and apply to op
+  // inputs, Tensor::alias_of and graph outputs; a redirected graph output's new tensor takes its
+  // name and role (callers look outputs up by name), so it must be computed and not an output
+  // already. A replacement MatMul, Transpose, Reshape or Scale is checked by its builder (the
+  // output's shape and dtype must stay; a Reshape aliases its new input); any other must read
+  // tensors of the old inputs' shapes and dtypes. Throws kInternal when an op would read a
+  // tensor no kept op writes before it, or on a malformed rewrite.
+  Graph rewired(const Rewrite& rewrite) const;
+
  private:
   int newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role);
   int append(Op op, const std::string& out_name, Shape shape, DType dtype, TensorRole role);
   const Tensor& checked(int id, const std::string& op_name) const;
+  // rewired(): checks `op`, replacing `old`, over this graph's tensors and sets its output's alias.
+  void checkReplacement(const Op& old, const Op& op);
 
   std::vector<Tensor> m_tensors;
   std::vector<Op> m_ops;
