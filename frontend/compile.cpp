@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "frontend/passes/constant_fold.hpp"
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "frontend/passes/mxu_padding.hpp"
@@ -16,6 +17,7 @@ namespace {
 PassManager graphPasses(const HardwareParams& hw) {
   PassManager passes;
   const int64_t rows = hw.config().mxu().rows(), cols = hw.config().mxu().cols();
+  passes.add("constant_fold", constantFold);
   passes.add("dead_code", [](const ir::Graph& g) { return g.withoutDeadOps(); });
   passes.add("fuse_elementwise", fuseElementwise);
   passes.add("placement", placeOps);

@@ -1,6 +1,7 @@
 // The compiler pipeline: the Graph -> Graph passes (frontend/passes), memory
 // planning, then lowering to a Program, each timed.
 //
+//   constant_fold     transposes into matmul flags, identities, chains (passes/constant_fold.hpp)
 //   dead_code         drop ops nothing reads
 //   fuse_elementwise  elementwise chains behind their producer (passes/fusion.hpp)
 //   placement         the unit of each op (passes/placement.hpp)
