@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Regenerates tests/golden/*.txt, the `tpusim run` summaries that the CLI
-# tests compare against. Run after an intended change to a timing model, and
-# say in the commit why the figures moved.
+# tests compare against, and tests/golden/passes/*.txt, the IR after a pass
+# that the pass's test compares against. Run after an intended change to a
+# timing model or a pass, and say in the commit why the figures moved.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${TPUSIM_BUILD_DIR:-$root/build}/tpusim"
+build="${TPUSIM_BUILD_DIR:-$root/build}"
+bin="$build/tpusim"
 out="$(mktemp -d)"
 cd "$root"
 "$bin" run traces/mlp.onnx --hw tpuv4 --out "$out" | grep -v '^report ' > tests/golden/mlp_tpuv4_training.txt
@@ -12,9 +14,11 @@ cd "$root"
   > tests/golden/mlp_tpuv5e_inference_b128.txt
 # The IR after each compiler pass, on the MLP at batch 4 (tests/e2e/test_passes.py).
 mkdir -p tests/golden/passes
-for pass in dead_code fuse_elementwise placement mxu_padding memory_plan; do
+for pass in constant_fold dead_code fuse_elementwise placement mxu_padding memory_plan; do
   "$bin" compile traces/mlp.onnx --batch 4 -o "$out/mlp.tpuprog" --print-ir-after "$pass" 2> "tests/golden/passes/mlp_$pass.txt" \
     > /dev/null
 done
+# The IR after constant_fold on a trained MLP with exported-style transposes.
+TPUSIM_UPDATE_GOLDEN=1 "$build/tests/lowering_test" --gtest_filter='ConstantFold.GoldenIrOfATrainedMlp' >/dev/null
 rm -rf "$out"
 git diff --stat -- tests/golden
