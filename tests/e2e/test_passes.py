@@ -8,7 +8,7 @@ from test_cli import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "passes"
-PASSES = ["dead_code", "fuse_elementwise", "placement", "mxu_padding", "memory_plan"]
+PASSES = ["constant_fold", "dead_code", "fuse_elementwise", "placement", "mxu_padding", "memory_plan"]
 
 
 @pytest.mark.parametrize("name", PASSES)
