@@ -155,7 +155,8 @@ namespace {
 // The MXU has no f64 datapath: an f64 matmul is an "unsupported" error, while f64 vector
 // work lowers with 8 bytes an element.
 TEST(Lower, F64MatmulIsUnsupportedAndF64VectorWorkMovesEightBytes) {
-  const HardwareParams hw = HardwareParams::load("tpuv4");
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("chip.tensor_cores", "1");  // one core loads all of a
   ir::Graph matmul;
   const int x = matmul.addInput("x", {4, 8}, DType::kF64, ir::TensorRole::kInput);
   matmul.markOutput(matmul.matmul("mm", x, matmul.addWeight("w", {8, 2}, DType::kF64), false, false));
