@@ -255,7 +255,7 @@ TEST_P(Optimizer, MatchesTheClosedFormOverSixSteps) {
   const std::vector<double> targets = {0.0, 1.0, 0.25, -1.0};
   const std::vector<double> expected = referenceSteps(options, w0, targets, 6);
   // In f32 to float rounding; in f64 to the last bits of the same formulas in another order.
-  for (const auto [dtype, tolerance] : {std::pair{DType::kF32, 1e-5}, std::pair{DType::kF64, 1e-12}}) {
+  for (const auto& [dtype, tolerance] : {std::pair{DType::kF32, 1e-5}, std::pair{DType::kF64, 1e-12}}) {
     const std::vector<double> got = trainSteps(options, dtype, w0, targets, 6);
     for (size_t i = 0; i < 4; ++i) {
       EXPECT_NEAR(got[i], expected[i], tolerance * (1 + std::abs(expected[i])))
