@@ -13,6 +13,7 @@
 #include "sim/chip/driver.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
+#include "sim/common/numerics.hpp"
 
 namespace tpusim {
 
@@ -130,6 +131,17 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
                                                     std::map<std::string, ir::TensorValue> feeds, int threads) {
   const ModelGraph built = buildModelGraph(request);
   for (const auto& [name, value] : built.model.initializers) feeds.emplace(name, value);  // keeps given values
+  // A floating feed of another floating dtype (numpy's float64 for an f32 input) is
+  // rounded to the tensor's dtype, once.
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    auto feed = feeds.find(tensor.name);
+    if (feed == feeds.end() || built.graph.producer(tensor.id) != nullptr) continue;
+    ir::TensorValue& value = feed->second;
+    if (value.dtype != tensor.dtype && isFloatingDType(value.dtype) && isFloatingDType(tensor.dtype)) {
+      value.dtype = tensor.dtype;
+      numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
+    }
+  }
   for (const ir::Tensor& tensor : built.graph.tensors()) {  // optimizer state starts at zero (step 0)
     if (tensor.role == ir::TensorRole::kOptimizerState && built.graph.producer(tensor.id) == nullptr) {
       feeds.emplace(tensor.name, ir::TensorValue::zeros(tensor.shape, tensor.dtype));

@@ -82,14 +82,16 @@ py::object run(const std::string& path, const std::string& hw, std::optional<std
   return py::module_::import("json").attr("loads")(outcome.report.dump());
 }
 
-// numpy arrays in: float32 (or float16) for floating tensors, integers for labels.
+// numpy arrays in: float64, float32 or float16 for floating tensors (runReference converts
+// each to its tensor's floating dtype), integers for labels.
 tpusim::ir::TensorValue fromNumpy(const std::string& name, const py::array& array) {
   tpusim::ir::TensorValue value;
   for (py::ssize_t i = 0; i < array.ndim(); ++i) value.shape.push_back(array.shape(i));
   const char kind = array.dtype().kind();
   if (kind == 'f') {
-    value.dtype = array.dtype().itemsize() == 2 ? tpusim::DType::kF16 : tpusim::DType::kF32;
-    const auto floats = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+    const auto bytes = array.dtype().itemsize();
+    value.dtype = bytes == 2 ? tpusim::DType::kF16 : bytes == 4 ? tpusim::DType::kF32 : tpusim::DType::kF64;
+    const auto floats = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(array);
     value.floats.assign(floats.data(), floats.data() + floats.size());
   } else if (kind == 'i' || kind == 'u') {
     value.dtype = tpusim::DType::kInt64;
@@ -102,8 +104,14 @@ tpusim::ir::TensorValue fromNumpy(const std::string& name, const py::array& arra
   return value;
 }
 
+// numpy arrays out: float64 for f64 tensors, float32 for the other floating ones, int64.
 py::array toNumpy(const tpusim::ir::TensorValue& value) {
   std::vector<py::ssize_t> shape(value.shape.begin(), value.shape.end());
+  if (value.dtype == tpusim::DType::kF64) {
+    py::array_t<double> out(shape);
+    std::copy(value.floats.begin(), value.floats.end(), out.mutable_data());
+    return out;
+  }
   if (tpusim::ir::TensorValue::isFloating(value.dtype)) {
     py::array_t<float> out(shape);
     std::copy(value.floats.begin(), value.floats.end(), out.mutable_data());

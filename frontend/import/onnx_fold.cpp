@@ -96,13 +96,17 @@ TensorValue castValue(const TensorValue& x, DType dtype) {
   TensorValue out = TensorValue::zeros(x.shape, dtype);
   for (size_t i = 0; i < x.size(); ++i) {
     if (isFloating(dtype)) {
-      out.floats[i] = numerics::roundTo(dtype, isFloating(x.dtype) ? x.floats[i] : static_cast<float>(x.ints[i]));
+      // An integer converts straight to f64, or through float to the narrower types, as the executor's Cast does.
+      const double value = isFloating(x.dtype)    ? x.floats[i]
+                           : dtype == DType::kF64 ? static_cast<double>(x.ints[i])
+                                                  : static_cast<float>(x.ints[i]);
+      out.floats[i] = numerics::roundTo(dtype, value);
     } else if (!isFloating(x.dtype)) {
       out.ints[i] = wrapInt(dtype, x.ints[i]);
     } else if (dtype == DType::kBool) {
-      out.ints[i] = x.floats[i] != 0.0f;
+      out.ints[i] = x.floats[i] != 0.0;
     } else if (!std::isnan(x.floats[i])) {
-      const double t = std::trunc(static_cast<double>(x.floats[i]));
+      const double t = std::trunc(x.floats[i]);
       out.ints[i] = wrapInt(dtype, t >= 9.2e18 ? INT64_MAX : t <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(t));
     }
   }
@@ -129,14 +133,14 @@ TensorValue binaryValue(const TensorValue& a, const TensorValue& b, DType dtype,
     if (ints) {
       const int64_t r = int_op(a.ints[from_a[i]], b.ints[from_b[i]]);
       if (isFloating(dtype)) {
-        out.floats[i] = static_cast<float>(r);
+        out.floats[i] = dtype == DType::kF64 ? static_cast<double>(r) : static_cast<float>(r);
       } else {
         out.ints[i] = wrapInt(dtype, r);
       }
     } else {
       const double r = float_op(at(a, from_a[i]), at(b, from_b[i]));
       if (isFloating(dtype)) {
-        out.floats[i] = numerics::roundTo(dtype, static_cast<float>(r));
+        out.floats[i] = numerics::roundTo(dtype, r);
       } else {
         out.ints[i] = wrapInt(dtype, static_cast<int64_t>(r));
       }
@@ -214,7 +218,7 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     expectInputs(node, 1, 1);
     rejectAttributesExcept(node, {});
     out = input(0);
-    for (float& v : out.floats) v = type == "Neg" ? -v : std::abs(v);
+    for (double& v : out.floats) v = type == "Neg" ? -v : std::abs(v);
     for (int64_t& v : out.ints) v = wrapInt(out.dtype, type == "Neg" ? -v : (v < 0 ? -v : v));
   } else if (type == "Cast") {
     expectInputs(node, 1, 1);
@@ -380,8 +384,7 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     out = TensorValue::zeros({count}, start.dtype);
     for (int64_t i = 0; i < count; ++i) {
       if (isFloating(start.dtype)) {
-        out.floats[static_cast<size_t>(i)] =
-            numerics::roundTo(start.dtype, static_cast<float>(first + static_cast<double>(i) * delta));
+        out.floats[static_cast<size_t>(i)] = numerics::roundTo(start.dtype, first + static_cast<double>(i) * delta);
       } else {
         out.ints[static_cast<size_t>(i)] = wrapInt(start.dtype, start.ints[0] + i * input(2).ints[0]);
       }
@@ -390,7 +393,7 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     expectInputs(node, 1, 1);
     rejectAttributesExcept(node, {"value"});
     const std::vector<int64_t> shape = constantInts(node, 0, label);
-    TensorValue fill{{}, DType::kF32, {0.0f}, {}};
+    TensorValue fill{{}, DType::kF32, {0.0}, {}};
     if (const auto* attr = attribute(node, "value")) fill = decodeOnnxTensor(attr->t());
     if (fill.size() != 1) invalid(label + ": ConstantOfShape's value must have one element");
     for (int64_t dim : shape) {

@@ -29,6 +29,7 @@ inline std::string nodeLabel(const onnx::NodeProto& node) {
 inline DType fromOnnxType(int32_t type, const std::string& what) {
   switch (type) {
     case onnx::TensorProto::FLOAT: return DType::kF32;
+    case onnx::TensorProto::DOUBLE: return DType::kF64;
     case onnx::TensorProto::FLOAT16: return DType::kF16;
     case onnx::TensorProto::BFLOAT16: return DType::kBF16;
     case onnx::TensorProto::INT8: return DType::kInt8;

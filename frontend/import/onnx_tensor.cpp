@@ -48,10 +48,20 @@ ir::TensorValue decodeOnnxTensor(const onnx::TensorProto& tensor) {
     case onnx::TensorProto::FLOAT:
       value.dtype = DType::kF32;
       if (raw) {
-        value.floats = rawValues<float>(tensor.raw_data(), count, name);
+        const std::vector<float> values = rawValues<float>(tensor.raw_data(), count, name);
+        value.floats.assign(values.begin(), values.end());
       } else {
         checkCount(tensor.float_data(), count, name);
         value.floats.assign(tensor.float_data().begin(), tensor.float_data().end());
+      }
+      break;
+    case onnx::TensorProto::DOUBLE:
+      value.dtype = DType::kF64;
+      if (raw) {
+        value.floats = rawValues<double>(tensor.raw_data(), count, name);
+      } else {
+        checkCount(tensor.double_data(), count, name);
+        value.floats.assign(tensor.double_data().begin(), tensor.double_data().end());
       }
       break;
     case onnx::TensorProto::FLOAT16:

@@ -14,7 +14,7 @@ namespace {
 }
 
 bool isFloat(DType dtype) {
-  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
+  return isFloatingDType(dtype);
 }
 
 Op makeOp(const std::string& name, OpType type, std::vector<int> inputs) {

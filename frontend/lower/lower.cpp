@@ -104,6 +104,7 @@ program::DType toProgramDType(DType dtype) {
     case DType::kUInt32: return program::UINT32;
     case DType::kUInt64: return program::UINT64;
     case DType::kBool: return program::BOOL;
+    case DType::kF64: return program::F64;
   }
   return program::DTYPE_UNSPECIFIED;
 }

@@ -17,6 +17,16 @@ uint64_t product(uint64_t a, uint64_t b, uint64_t c) {
   return p > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(p);
 }
 
+// The MXU multiplies bf16 (and f32 in passes) and accumulates in f32; it has no f64
+// datapath, so an f64 matmul or convolution cannot be lowered to it.
+void checkMxuDType(const ir::Op& op, DType dtype) {
+  if (dtype != DType::kF64) return;
+  std::string message = "op '";
+  message.append(op.name).append("': f64 ").append(op.type == OpType::kMatMul ? "matmul" : "convolution");
+  message.append(" is not supported on the MXU");
+  throw Error(ErrorKind::kUnsupported, message);
+}
+
 std::string tilingText(const GemmTiling& tiling) {
   std::string text = gemmBlockingName(tiling.blocking);
   text.append(" m_tile=").append(std::to_string(tiling.m_tile));
@@ -369,6 +379,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
   const ir::Tensor& a = m_graph.tensor(op.inputs[0]);
   const ir::Tensor& b = m_graph.tensor(op.inputs[1]);
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  checkMxuDType(op, a.dtype);
   const size_t rank = out.shape.size();
   const uint64_t m = static_cast<uint64_t>(out.shape[rank - 2]);
   const uint64_t n = static_cast<uint64_t>(out.shape[rank - 1]);
@@ -450,6 +461,7 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
   const ir::Tensor& second = m_graph.tensor(op.inputs[1]);
+  checkMxuDType(op, out.dtype);
   const ir::Shape& w = op.type == OpType::kConvGradWeight ? out.shape : second.shape;
   const ir::Shape& x = op.type == OpType::kConvGradInput ? out.shape : first.shape;
   const ir::Shape& y = op.type == OpType::kConv            ? out.shape

@@ -16,14 +16,17 @@ std::vector<int64_t> broadcastStrides(const ir::Shape& shape, const ir::Shape& t
   return strides;
 }
 
-void reduceSumTo(std::span<const float> x, const ir::Shape& x_shape, std::span<float> out, const ir::Shape& out_shape) {
-  std::fill(out.begin(), out.end(), 0.0f);
+template <typename T>
+void reduceSumTo(std::span<const double> x, const ir::Shape& x_shape, std::span<double> out,
+                 const ir::Shape& out_shape) {
+  std::fill(out.begin(), out.end(), 0.0);
   const std::vector<int64_t> so = broadcastStrides(out_shape, x_shape);
   const size_t rank = x_shape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t io = 0;
   for (size_t i = 0; i < x.size(); ++i) {
-    out[static_cast<size_t>(io)] += x[i];
+    double& to = out[static_cast<size_t>(io)];
+    to = static_cast<T>(static_cast<T>(to) + static_cast<T>(x[i]));
     for (size_t d = rank; d-- > 0;) {
       if (++index[d] < x_shape[d]) {
         io += so[d];
@@ -34,5 +37,8 @@ void reduceSumTo(std::span<const float> x, const ir::Shape& x_shape, std::span<f
     }
   }
 }
+
+template void reduceSumTo<float>(std::span<const double>, const ir::Shape&, std::span<double>, const ir::Shape&);
+template void reduceSumTo<double>(std::span<const double>, const ir::Shape&, std::span<double>, const ir::Shape&);
 
 }  // namespace tpusim::reference

@@ -69,7 +69,10 @@ void broadcastSelect(std::span<const int64_t> condition, const ir::Shape& c_shap
 }
 
 // out (of out_shape) = x (of x_shape, a broadcast of out_shape) summed over the
-// broadcast dimensions, adding x's elements in row-major order.
-void reduceSumTo(std::span<const float> x, const ir::Shape& x_shape, std::span<float> out, const ir::Shape& out_shape);
+// broadcast dimensions, adding x's elements in row-major order, in T (float or
+// double; values are held as double, see kernels.hpp).
+template <typename T>
+void reduceSumTo(std::span<const double> x, const ir::Shape& x_shape, std::span<double> out,
+                 const ir::Shape& out_shape);
 
 }  // namespace tpusim::reference

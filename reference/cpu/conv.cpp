@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "reference/cpu/kernels.hpp"
+
 namespace tpusim::reference {
 
 namespace {
@@ -42,13 +44,16 @@ void forEachTerm(const ConvShapes& s, const ir::ConvGeometry& g, int64_t n_begin
 
 }  // namespace
 
-void convForward(std::span<const float> x, std::span<const float> w, std::span<float> y, const ConvShapes& shapes,
+template <typename T>
+void convForward(std::span<const double> x, std::span<const double> w, std::span<double> y, const ConvShapes& shapes,
                  const ir::ConvGeometry& geometry, int threads) {
-  std::fill(y.begin(), y.end(), 0.0f);
+  std::fill(y.begin(), y.end(), 0.0);
   const int64_t batch = shapes.x[0];
   const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(threads, batch));
   const auto body = [&](int64_t begin, int64_t end) {
-    forEachTerm(shapes, geometry, begin, end, [&](size_t xi, size_t wi, size_t yi) { y[yi] += x[xi] * w[wi]; });
+    forEachTerm(shapes, geometry, begin, end, [&](size_t xi, size_t wi, size_t yi) {
+      accumulate(y[yi], static_cast<T>(x[xi]) * static_cast<T>(w[wi]));
+    });
   };
   if (workers == 1) {
     body(0, batch);
@@ -61,16 +66,33 @@ void convForward(std::span<const float> x, std::span<const float> w, std::span<f
   for (std::thread& thread : pool) thread.join();
 }
 
-void convGradInput(std::span<const float> dy, std::span<const float> w, std::span<float> dx, const ConvShapes& shapes,
-                   const ir::ConvGeometry& geometry) {
-  std::fill(dx.begin(), dx.end(), 0.0f);
-  forEachTerm(shapes, geometry, 0, shapes.x[0], [&](size_t xi, size_t wi, size_t yi) { dx[xi] += dy[yi] * w[wi]; });
+template <typename T>
+void convGradInput(std::span<const double> dy, std::span<const double> w, std::span<double> dx,
+                   const ConvShapes& shapes, const ir::ConvGeometry& geometry) {
+  std::fill(dx.begin(), dx.end(), 0.0);
+  forEachTerm(shapes, geometry, 0, shapes.x[0], [&](size_t xi, size_t wi, size_t yi) {
+    accumulate(dx[xi], static_cast<T>(dy[yi]) * static_cast<T>(w[wi]));
+  });
 }
 
-void convGradWeight(std::span<const float> x, std::span<const float> dy, std::span<float> dw, const ConvShapes& shapes,
-                    const ir::ConvGeometry& geometry) {
-  std::fill(dw.begin(), dw.end(), 0.0f);
-  forEachTerm(shapes, geometry, 0, shapes.x[0], [&](size_t xi, size_t wi, size_t yi) { dw[wi] += x[xi] * dy[yi]; });
+template <typename T>
+void convGradWeight(std::span<const double> x, std::span<const double> dy, std::span<double> dw,
+                    const ConvShapes& shapes, const ir::ConvGeometry& geometry) {
+  std::fill(dw.begin(), dw.end(), 0.0);
+  forEachTerm(shapes, geometry, 0, shapes.x[0], [&](size_t xi, size_t wi, size_t yi) {
+    accumulate(dw[wi], static_cast<T>(x[xi]) * static_cast<T>(dy[yi]));
+  });
 }
+
+#define TPUSIM_CONV_FOR(T)                                                                                             \
+  template void convForward<T>(std::span<const double>, std::span<const double>, std::span<double>, const ConvShapes&, \
+                               const ir::ConvGeometry&, int);                                                          \
+  template void convGradInput<T>(std::span<const double>, std::span<const double>, std::span<double>,                  \
+                                 const ConvShapes&, const ir::ConvGeometry&);                                          \
+  template void convGradWeight<T>(std::span<const double>, std::span<const double>, std::span<double>,                 \
+                                  const ConvShapes&, const ir::ConvGeometry&);
+TPUSIM_CONV_FOR(float)
+TPUSIM_CONV_FOR(double)
+#undef TPUSIM_CONV_FOR
 
 }  // namespace tpusim::reference

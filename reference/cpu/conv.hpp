@@ -17,11 +17,15 @@ struct ConvShapes {
   ir::Shape y;  // [N, M, OH, OW]
 };
 
-void convForward(std::span<const float> x, std::span<const float> w, std::span<float> y, const ConvShapes& shapes,
+// Values are held as double and accumulated in T (float or double; see kernels.hpp).
+template <typename T>
+void convForward(std::span<const double> x, std::span<const double> w, std::span<double> y, const ConvShapes& shapes,
                  const ir::ConvGeometry& geometry, int threads);
-void convGradInput(std::span<const float> dy, std::span<const float> w, std::span<float> dx, const ConvShapes& shapes,
-                   const ir::ConvGeometry& geometry);
-void convGradWeight(std::span<const float> x, std::span<const float> dy, std::span<float> dw, const ConvShapes& shapes,
-                    const ir::ConvGeometry& geometry);
+template <typename T>
+void convGradInput(std::span<const double> dy, std::span<const double> w, std::span<double> dx,
+                   const ConvShapes& shapes, const ir::ConvGeometry& geometry);
+template <typename T>
+void convGradWeight(std::span<const double> x, std::span<const double> dy, std::span<double> dw,
+                    const ConvShapes& shapes, const ir::ConvGeometry& geometry);
 
 }  // namespace tpusim::reference

@@ -7,6 +7,7 @@
 #include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/conv.hpp"
 #include "reference/cpu/kernels.hpp"
+#include "reference/cpu/layout.hpp"
 #include "reference/cpu/pool.hpp"
 #include "reference/cpu/training_kernels.hpp"
 #include "sim/common/error.hpp"
@@ -19,13 +20,18 @@ namespace {
 using ir::OpType;
 using ir::TensorValue;
 
+// Floating arithmetic in T (float, or double for f64; see kernels.hpp).
+template <typename T>
 void binaryFloat(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
-  auto run = [&](auto f) { broadcastBinary<float>(a.floats, a.shape, b.floats, b.shape, out.floats, out.shape, f); };
+  auto run = [&](auto f) {
+    broadcastBinary<double>(a.floats, a.shape, b.floats, b.shape, out.floats, out.shape,
+                            [&](double x, double y) { return f(static_cast<T>(x), static_cast<T>(y)); });
+  };
   switch (type) {
-    case OpType::kAdd: run([](float x, float y) { return x + y; }); break;
-    case OpType::kSub: run([](float x, float y) { return x - y; }); break;
-    case OpType::kMul: run([](float x, float y) { return x * y; }); break;
-    default: run([](float x, float y) { return x / y; }); break;
+    case OpType::kAdd: run([](T x, T y) { return x + y; }); break;
+    case OpType::kSub: run([](T x, T y) { return x - y; }); break;
+    case OpType::kMul: run([](T x, T y) { return x * y; }); break;
+    default: run([](T x, T y) { return x / y; }); break;
   }
 }
 
@@ -64,15 +70,16 @@ void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorVa
   }
 }
 
-float applyUnary(ir::UnaryKind kind, float x) {
+template <typename T>
+T applyUnary(ir::UnaryKind kind, T x) {
   switch (kind) {
     case ir::UnaryKind::kAbs: return std::abs(x);
     case ir::UnaryKind::kErf: return std::erf(x);
     case ir::UnaryKind::kExp: return std::exp(x);
     case ir::UnaryKind::kLog: return std::log(x);
     case ir::UnaryKind::kNeg: return -x;
-    case ir::UnaryKind::kReciprocal: return 1.0f / x;
-    case ir::UnaryKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
+    case ir::UnaryKind::kReciprocal: return T{1} / x;
+    case ir::UnaryKind::kSigmoid: return T{1} / (T{1} + std::exp(-x));
     case ir::UnaryKind::kSqrt: return std::sqrt(x);
     case ir::UnaryKind::kTanh: return std::tanh(x);
   }
@@ -80,112 +87,21 @@ float applyUnary(ir::UnaryKind kind, float x) {
 }
 
 // f'(x), given x and y = f(x).
-float unaryDerivative(ir::UnaryKind kind, float x, float y) {
-  constexpr float kTwoOverSqrtPi = 1.1283791670955126f;
+template <typename T>
+T unaryDerivative(ir::UnaryKind kind, T x, T y) {
+  constexpr auto kTwoOverSqrtPi = static_cast<T>(1.1283791670955126);
   switch (kind) {
-    case ir::UnaryKind::kAbs: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case ir::UnaryKind::kAbs: return x > 0 ? T{1} : (x < 0 ? T{-1} : T{0});
     case ir::UnaryKind::kErf: return kTwoOverSqrtPi * std::exp(-x * x);
     case ir::UnaryKind::kExp: return y;
-    case ir::UnaryKind::kLog: return 1.0f / x;
-    case ir::UnaryKind::kNeg: return -1.0f;
+    case ir::UnaryKind::kLog: return T{1} / x;
+    case ir::UnaryKind::kNeg: return T{-1};
     case ir::UnaryKind::kReciprocal: return -y * y;
-    case ir::UnaryKind::kSigmoid: return y * (1.0f - y);
-    case ir::UnaryKind::kSqrt: return 0.5f / y;
-    case ir::UnaryKind::kTanh: return 1.0f - y * y;
+    case ir::UnaryKind::kSigmoid: return y * (T{1} - y);
+    case ir::UnaryKind::kSqrt: return T{0.5} / y;
+    case ir::UnaryKind::kTanh: return T{1} - y * y;
   }
-  return 0.0f;
-}
-
-// out[j] = x[i] where out's index j is x's index i with dimensions permuted.
-template <typename T>
-void transposeValues(const std::vector<T>& x, const ir::Shape& x_shape, const std::vector<int64_t>& perm,
-                     std::vector<T>& out) {
-  const size_t rank = x_shape.size();
-  std::vector<int64_t> x_strides(rank, 1);
-  for (size_t d = rank; d-- > 1;) x_strides[d - 1] = x_strides[d] * x_shape[d];
-  ir::Shape out_shape(rank);
-  std::vector<int64_t> strides(rank);  // x stride of each output dimension
-  for (size_t d = 0; d < rank; ++d) {
-    out_shape[d] = x_shape[static_cast<size_t>(perm[d])];
-    strides[d] = x_strides[static_cast<size_t>(perm[d])];
-  }
-  std::vector<int64_t> index(rank, 0);
-  int64_t source = 0;
-  for (size_t o = 0; o < out.size(); ++o) {
-    out[o] = x[static_cast<size_t>(source)];
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_shape[d]) {
-        source += strides[d];
-        break;
-      }
-      source -= strides[d] * (out_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
-
-// x viewed as [outer, axis_len, inner]: copies rows [start, start + len) of the axis to out at `offset`.
-template <typename T>
-void copyAlongAxis(const std::vector<T>& from, int64_t outer, int64_t from_len, int64_t from_start, int64_t inner,
-                   std::vector<T>& to, int64_t to_len, int64_t to_start, int64_t len) {
-  for (int64_t o = 0; o < outer; ++o) {
-    const auto src = from.begin() + (o * from_len + from_start) * inner;
-    std::copy(src, src + len * inner, to.begin() + (o * to_len + to_start) * inner);
-  }
-}
-
-int64_t outerOf(const ir::Shape& shape, int64_t axis) {
-  return ir::elementCount(ir::Shape(shape.begin(), shape.begin() + axis));
-}
-int64_t innerOf(const ir::Shape& shape, int64_t axis) {
-  return ir::elementCount(ir::Shape(shape.begin() + axis + 1, shape.end()));
-}
-
-// Calls visit(x_index, out_index) for every element a strided slice of x reads.
-template <typename Visit>
-void forEachSliced(const ir::Shape& x_shape, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
-                   const ir::Shape& out_shape, Visit visit) {
-  const size_t rank = x_shape.size();
-  if (ir::elementCount(out_shape) == 0) return;
-  std::vector<int64_t> x_strides(rank, 1);
-  for (size_t d = rank; d-- > 1;) x_strides[d - 1] = x_strides[d] * x_shape[d];
-  int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) base += starts[d] * x_strides[d];
-  std::vector<int64_t> index(rank, 0);
-  int64_t at = base;
-  const auto count = static_cast<size_t>(ir::elementCount(out_shape));
-  for (size_t o = 0; o < count; ++o) {
-    visit(static_cast<size_t>(at), o);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_shape[d]) {
-        at += steps[d] * x_strides[d];
-        break;
-      }
-      at -= steps[d] * x_strides[d] * (out_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
-}
-
-// Visits every (outer, index position, inner block) of a gather along `axis`;
-// visit(data_offset, out_offset, inner) with element offsets. Checks each index.
-template <typename Visit>
-void forEachGathered(const ir::Shape& data_shape, std::span<const int64_t> indices, int64_t axis, Visit visit) {
-  const int64_t outer = outerOf(data_shape, axis);
-  const int64_t inner = innerOf(data_shape, axis);
-  const int64_t length = data_shape[static_cast<size_t>(axis)];
-  const auto count = static_cast<int64_t>(indices.size());
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t index = indices[static_cast<size_t>(i)];
-      if (index < 0) index += length;
-      if (index < 0 || index >= length) {
-        throw Error(ErrorKind::kInvalidInput, "index " + std::to_string(indices[static_cast<size_t>(i)]) +
-                                                  " is out of range for a dimension of " + std::to_string(length));
-      }
-      visit((o * length + index) * inner, (o * count + i) * inner, inner);
-    }
-  }
+  return T{0};
 }
 
 }  // namespace
@@ -209,7 +125,9 @@ std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValu
                                                 ir::shapeToString(feed->second.shape) + ", the graph needs " +
                                                 dtypeName(tensor.dtype) + ir::shapeToString(tensor.shape));
     }
-    values[static_cast<size_t>(tensor.id)] = feed->second;
+    TensorValue& value = values[static_cast<size_t>(tensor.id)];
+    value = feed->second;
+    numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
   }
   for (const ir::Op& op : m_graph.ops()) {
     try {
@@ -221,56 +139,59 @@ std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValu
   return values;
 }
 
-void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) const {
-  const ir::Tensor& out_tensor = m_graph.tensor(op.outputs[0]);
-  TensorValue out = TensorValue::zeros(out_tensor.shape, out_tensor.dtype);
+namespace {
+
+// One op's values into `out`, floating arithmetic in T: double for an f64 output, else
+// float (see kernels.hpp); runOp() rounds them to the output's dtype.
+template <typename T>
+void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorValue& out, int threads) {
   auto in = [&](size_t i) -> const TensorValue& { return values[static_cast<size_t>(op.inputs[i])]; };
-  std::vector<float>& y = out.floats;
+  std::vector<double>& y = out.floats;
   switch (op.type) {
     case OpType::kMatMul:
-      batchedMatmul(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, out.shape, op.transpose_a, op.transpose_b,
-                    m_options.threads);
+      batchedMatmul<T>(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, out.shape, op.transpose_a,
+                       op.transpose_b, threads);
       break;
     case OpType::kAdd:
     case OpType::kSub:
     case OpType::kMul:
     case OpType::kDiv:
       if (TensorValue::isFloating(out.dtype)) {
-        binaryFloat(op.type, in(0), in(1), out);
+        binaryFloat<T>(op.type, in(0), in(1), out);
       } else {
         binaryInt(op.type, in(0), in(1), out);
       }
       break;
     case OpType::kScale: {
-      const auto factor = static_cast<float>(op.scalar);
-      const std::vector<float>& x = in(0).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = factor * x[i];
+      const auto factor = static_cast<T>(op.scalar);
+      const std::vector<double>& x = in(0).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = factor * static_cast<T>(x[i]);
       break;
     }
     case OpType::kReshape:
       out.floats = in(0).floats;
       out.ints = in(0).ints;
       break;
-    case OpType::kReduceSumTo: reduceSumTo(in(0).floats, in(0).shape, y, out.shape); break;
+    case OpType::kReduceSumTo: reduceSumTo<T>(in(0).floats, in(0).shape, y, out.shape); break;
     case OpType::kRelu: {
-      const std::vector<float>& x = in(0).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = std::isnan(x[i]) ? x[i] : (x[i] > 0.0f ? x[i] : 0.0f);
+      const std::vector<double>& x = in(0).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = std::isnan(x[i]) ? x[i] : (x[i] > 0.0 ? x[i] : 0.0);
       break;
     }
     case OpType::kReluGrad: {
-      const std::vector<float>& dy = in(0).floats;
-      const std::vector<float>& x = in(1).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+      const std::vector<double>& dy = in(0).floats;
+      const std::vector<double>& x = in(1).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = x[i] > 0.0 ? dy[i] : 0.0;
       break;
     }
     case OpType::kSoftmaxCrossEntropy: {
       const TensorValue& logits = in(0);
-      y[0] = softmaxCrossEntropy(logits.floats, in(1).ints, logits.shape[0], logits.shape[1]);
+      y[0] = softmaxCrossEntropy<T>(logits.floats, in(1).ints, logits.shape[0], logits.shape[1]);
       break;
     }
     case OpType::kSoftmaxCrossEntropyGrad: {
       const TensorValue& logits = in(0);
-      softmaxCrossEntropyGrad(logits.floats, in(1).ints, y, logits.shape[0], logits.shape[1]);
+      softmaxCrossEntropyGrad<T>(logits.floats, in(1).ints, y, logits.shape[0], logits.shape[1]);
       break;
     }
     case OpType::kSoftmax:
@@ -279,29 +200,31 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const auto axis = static_cast<size_t>(op.axis);
       const int64_t outer = ir::elementCount(ir::Shape(shape.begin(), shape.begin() + static_cast<long>(axis)));
       const int64_t inner = ir::elementCount(ir::Shape(shape.begin() + static_cast<long>(axis) + 1, shape.end()));
-      softmax(in(0).floats, y, outer, shape[axis], inner, op.type == OpType::kLogSoftmax);
+      softmax<T>(in(0).floats, y, outer, shape[axis], inner, op.type == OpType::kLogSoftmax);
       break;
     }
     case OpType::kNllLoss: {
       const ir::Shape& shape = in(0).shape;
       const int64_t trailing = ir::elementCount(ir::Shape(shape.begin() + 2, shape.end()));
-      const std::vector<float> none;
-      const std::vector<float>& weights = op.inputs.size() > 2 ? in(2).floats : none;
+      const std::vector<double> none;
+      const std::vector<double>& weights = op.inputs.size() > 2 ? in(2).floats : none;
       const int reduction = op.reduction == ir::Reduction::kNone ? 0 : op.reduction == ir::Reduction::kSum ? 1 : 2;
-      nllLoss(in(0).floats, in(1).ints, weights, y, shape[0], shape[1], trailing, reduction,
-              op.ignore_index ? &*op.ignore_index : nullptr);
+      nllLoss<T>(in(0).floats, in(1).ints, weights, y, shape[0], shape[1], trailing, reduction,
+                 op.ignore_index ? &*op.ignore_index : nullptr);
       break;
     }
     case OpType::kUnary: {
-      const std::vector<float>& x = in(0).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = applyUnary(op.unary, x[i]);
+      const std::vector<double>& x = in(0).floats;
+      for (size_t i = 0; i < y.size(); ++i) y[i] = applyUnary(op.unary, static_cast<T>(x[i]));
       break;
     }
     case OpType::kUnaryGrad: {
-      const std::vector<float>& dy = in(0).floats;
-      const std::vector<float>& x = in(1).floats;
-      const std::vector<float>& fx = in(2).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = dy[i] * unaryDerivative(op.unary, x[i], fx[i]);
+      const std::vector<double>& dy = in(0).floats;
+      const std::vector<double>& x = in(1).floats;
+      const std::vector<double>& fx = in(2).floats;
+      for (size_t i = 0; i < y.size(); ++i) {
+        y[i] = static_cast<T>(dy[i]) * unaryDerivative(op.unary, static_cast<T>(x[i]), static_cast<T>(fx[i]));
+      }
       break;
     }
     case OpType::kTranspose:
@@ -315,17 +238,17 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const TensorValue& x = in(0);
       ir::Shape kept = x.shape;  // the output with reduced dimensions kept as 1
       for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
-      reduceSumTo(x.floats, x.shape, y, kept);
+      reduceSumTo<T>(x.floats, x.shape, y, kept);
       if (op.reduction == ir::Reduction::kMean) {
-        const auto count = static_cast<float>(ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept)));
-        for (float& v : y) v /= count;
+        const auto count = static_cast<T>(ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept)));
+        for (double& v : y) v = static_cast<T>(v) / count;
       }
       break;
     }
     case OpType::kBroadcastTo: {
       const TensorValue& x = in(0);
-      const std::vector<float> zero(1, 0.0f);
-      broadcastBinary<float>(x.floats, x.shape, zero, {}, y, out.shape, [](float a, float) { return a; });
+      const std::vector<double> zero(1, 0.0);
+      broadcastBinary<double>(x.floats, x.shape, zero, {}, y, out.shape, [](double a, double) { return a; });
       break;
     }
     case OpType::kConcat: {
@@ -345,19 +268,23 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       }
       break;
     }
-    case OpType::kSlice:
-      forEachSliced(in(0).shape, op.starts, op.steps, out.shape, [&](size_t from, size_t to) {
+    case OpType::kSlice: {
+      const std::vector<size_t> from = slicedOffsets(in(0).shape, op.starts, op.steps, out.shape);
+      for (size_t o = 0; o < from.size(); ++o) {
         if (TensorValue::isFloating(out.dtype)) {
-          out.floats[to] = in(0).floats[from];
+          out.floats[o] = in(0).floats[from[o]];
         } else {
-          out.ints[to] = in(0).ints[from];
+          out.ints[o] = in(0).ints[from[o]];
         }
-      });
+      }
       break;
-    case OpType::kSliceGrad:
-      forEachSliced(out.shape, op.starts, op.steps, in(0).shape,
-                    [&](size_t to, size_t from) { y[to] += in(0).floats[from]; });
+    }
+    case OpType::kSliceGrad: {
+      // The slice's gradient added back where the slice read, in the slice's order.
+      const std::vector<size_t> to = slicedOffsets(out.shape, op.starts, op.steps, in(0).shape);
+      for (size_t o = 0; o < to.size(); ++o) accumulate(y[to[o]], static_cast<T>(in(0).floats[o]));
       break;
+    }
     case OpType::kGather: {
       const TensorValue& data = in(0);
       forEachGathered(data.shape, in(1).ints, op.axis, [&](int64_t from, int64_t to, int64_t inner) {
@@ -370,10 +297,12 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       break;
     }
     case OpType::kGatherGrad: {
-      const std::vector<float>& dy = in(0).floats;
+      const std::vector<double>& dy = in(0).floats;
       // Repeated indices add up, in the order the gather visited them.
       forEachGathered(out.shape, in(1).ints, op.axis, [&](int64_t to, int64_t from, int64_t inner) {
-        for (int64_t e = 0; e < inner; ++e) y[static_cast<size_t>(to + e)] += dy[static_cast<size_t>(from + e)];
+        for (int64_t e = 0; e < inner; ++e) {
+          accumulate(y[static_cast<size_t>(to + e)], static_cast<T>(dy[static_cast<size_t>(from + e)]));
+        }
       });
       break;
     }
@@ -388,7 +317,7 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
                               [](double x, double e) { return std::pow(x, e); });
       for (size_t i = 0; i < result.size(); ++i) {
         if (TensorValue::isFloating(out.dtype)) {
-          y[i] = static_cast<float>(result[i]);
+          y[i] = result[i];
         } else {
           out.ints[i] = wrapTo(out.dtype, static_cast<int64_t>(result[i]));
         }
@@ -409,13 +338,13 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
         broadcastBinary<double>(av, a.shape, bv, b.shape, local, out.shape,
                                 [](double x, double e) { return std::pow(x, e) * std::log(x); });
       }
-      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<float>(in(0).floats[i] * local[i]);
+      for (size_t i = 0; i < y.size(); ++i) y[i] = in(0).floats[i] * local[i];
       break;
     }
     case OpType::kWhere:
       if (TensorValue::isFloating(out.dtype)) {
-        broadcastSelect<float>(in(0).ints, in(0).shape, in(1).floats, in(1).shape, in(2).floats, in(2).shape, y,
-                               out.shape);
+        broadcastSelect<double>(in(0).ints, in(0).shape, in(1).floats, in(1).shape, in(2).floats, in(2).shape, y,
+                                out.shape);
       } else {
         broadcastSelect<int64_t>(in(0).ints, in(0).shape, in(1).ints, in(1).shape, in(2).ints, in(2).shape, out.ints,
                                  out.shape);
@@ -423,22 +352,21 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       break;
     case OpType::kPool:
       if (TensorValue::isFloating(out.dtype)) {
-        poolForward<float>(in(0).floats, in(0).shape, y, out.shape, op.pool);
+        poolForward<double, T>(in(0).floats, in(0).shape, y, out.shape, op.pool);
       } else {
-        poolForward<int64_t>(in(0).ints, in(0).shape, out.ints, out.shape, op.pool);
+        poolForward<int64_t, float>(in(0).ints, in(0).shape, out.ints, out.shape, op.pool);
       }
       break;
     case OpType::kPoolArgmax: poolArgmax(in(0).floats, in(0).shape, out.ints, out.shape, op.pool); break;
-    case OpType::kPoolGrad: poolGrad(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, op.pool); break;
+    case OpType::kPoolGrad: poolGrad<T>(in(0).floats, in(0).shape, in(1).floats, in(1).shape, y, op.pool); break;
     case OpType::kConv:
-      convForward(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv,
-                  m_options.threads);
+      convForward<T>(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv, threads);
       break;
     case OpType::kConvGradInput:
-      convGradInput(in(0).floats, in(1).floats, y, ConvShapes{out.shape, in(1).shape, in(0).shape}, op.conv);
+      convGradInput<T>(in(0).floats, in(1).floats, y, ConvShapes{out.shape, in(1).shape, in(0).shape}, op.conv);
       break;
     case OpType::kConvGradWeight:
-      convGradWeight(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv);
+      convGradWeight<T>(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv);
       break;
     case OpType::kCast: {
       // To a float type: the value, rounded below to the dtype. To an integer type: truncated
@@ -446,16 +374,17 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       const TensorValue& x = in(0);
       const bool from_float = TensorValue::isFloating(x.dtype);
       if (TensorValue::isFloating(out.dtype)) {
-        for (size_t i = 0; i < y.size(); ++i) y[i] = from_float ? x.floats[i] : static_cast<float>(x.ints[i]);
+        // (An integer converts straight to T; a float value is rounded once, by runOp().)
+        for (size_t i = 0; i < y.size(); ++i) y[i] = from_float ? x.floats[i] : static_cast<T>(x.ints[i]);
       } else {
         for (size_t i = 0; i < out.ints.size(); ++i) {
           int64_t v = 0;
           if (!from_float) {
             v = x.ints[i];
           } else if (out.dtype == DType::kBool) {
-            v = x.floats[i] != 0.0f;
+            v = x.floats[i] != 0.0;
           } else if (!std::isnan(x.floats[i])) {
-            const double t = std::trunc(static_cast<double>(x.floats[i]));
+            const double t = std::trunc(x.floats[i]);
             v = t >= 9.2e18    ? std::numeric_limits<int64_t>::max()
                 : t <= -9.2e18 ? std::numeric_limits<int64_t>::min()
                                : static_cast<int64_t>(t);
@@ -466,10 +395,10 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       break;
     }
     case OpType::kSgdUpdate: {
-      const std::vector<float>& w = in(0).floats;
-      const std::vector<float>& g = in(1).floats;
-      const auto rate = static_cast<float>(op.scalar);
-      for (size_t i = 0; i < y.size(); ++i) y[i] = w[i] - rate * g[i];
+      const std::vector<double>& w = in(0).floats;
+      const std::vector<double>& g = in(1).floats;
+      const auto rate = static_cast<T>(op.scalar);
+      for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<T>(w[i]) - rate * static_cast<T>(g[i]);
       break;
     }
     // Training: losses and optimizers (training_kernels.hpp).
@@ -478,9 +407,9 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
     case OpType::kNllLossGrad: {
       const ir::Shape& shape = in(0).shape;
       const int64_t trailing = ir::elementCount(ir::Shape(shape.begin() + 2, shape.end()));
-      const std::vector<float> none;
-      nllLossGrad(in(1).ints, op.inputs.size() > 2 ? in(2).floats : none, y, shape[0], shape[1], trailing,
-                  op.reduction == ir::Reduction::kSum ? 1 : 2, op.ignore_index ? &*op.ignore_index : nullptr);
+      const std::vector<double> none;
+      nllLossGrad<T>(in(1).ints, op.inputs.size() > 2 ? in(2).floats : none, y, shape[0], shape[1], trailing,
+                     op.reduction == ir::Reduction::kSum ? 1 : 2, op.ignore_index ? &*op.ignore_index : nullptr);
       break;
     }
     case OpType::kOptimizerUpdate: {
@@ -507,7 +436,19 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
       break;
     }
   }
-  numerics::roundInPlace(out.dtype, y);
+}
+
+}  // namespace
+
+void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) const {
+  const ir::Tensor& out_tensor = m_graph.tensor(op.outputs[0]);
+  TensorValue out = TensorValue::zeros(out_tensor.shape, out_tensor.dtype);
+  if (out.dtype == DType::kF64) {
+    computeOp<double>(op, values, out, m_options.threads);
+  } else {
+    computeOp<float>(op, values, out, m_options.threads);
+  }
+  numerics::roundInPlace(out.dtype, std::span<double>(out.floats));
   values[static_cast<size_t>(op.outputs[0])] = std::move(out);
 }
 

@@ -21,7 +21,8 @@ class CpuExecutor {
   CpuExecutor(const ir::Graph& graph, CpuOptions options);
 
   // `feeds` gives a value for every tensor no op produces (inputs, labels,
-  // weights), by tensor name; returns the value of every tensor, by id.
+  // weights), by tensor name, of the tensor's dtype (floating values are rounded
+  // to it on entry); returns the value of every tensor, by id.
   std::vector<ir::TensorValue> run(const std::map<std::string, ir::TensorValue>& feeds) const;
 
  private:

@@ -30,8 +30,9 @@ void parallelRows(int64_t count, int threads, Body body) {
 
 }  // namespace
 
-void matmul(std::span<const float> a, std::span<const float> b, std::span<float> out, int64_t m, int64_t k, int64_t n,
-            bool transpose_a, bool transpose_b, int threads) {
+template <typename T>
+void matmul(std::span<const double> a, std::span<const double> b, std::span<double> out, int64_t m, int64_t k,
+            int64_t n, bool transpose_a, bool transpose_b, int threads) {
   // Strides of op(a)[row, i] and op(b)[i, col] in the stored layouts.
   const int64_t a_row = transpose_a ? 1 : k;
   const int64_t a_inner = transpose_a ? m : 1;
@@ -40,9 +41,10 @@ void matmul(std::span<const float> a, std::span<const float> b, std::span<float>
   parallelRows(m, threads, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       for (int64_t col = 0; col < n; ++col) {
-        float sum = 0.0f;
+        T sum = 0;
         for (int64_t i = 0; i < k; ++i) {
-          sum += a[static_cast<size_t>(row * a_row + i * a_inner)] * b[static_cast<size_t>(i * b_inner + col * b_col)];
+          sum += static_cast<T>(a[static_cast<size_t>(row * a_row + i * a_inner)]) *
+                 static_cast<T>(b[static_cast<size_t>(i * b_inner + col * b_col)]);
         }
         out[static_cast<size_t>(row * n + col)] = sum;
       }
@@ -62,73 +64,78 @@ void checkLabels(std::span<const int64_t> labels, int64_t classes) {
 namespace {
 
 // log(sum_c exp(l_c - max)) + max: the log-sum-exp of one row, stable for large logits.
-float logSumExp(const float* row, int64_t classes) {
-  const float top = *std::max_element(row, row + classes);
-  float sum = 0.0f;
-  for (int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - top);
+template <typename T>
+T logSumExp(const double* row, int64_t classes) {
+  const auto top = static_cast<T>(*std::max_element(row, row + classes));
+  T sum = 0;
+  for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<T>(row[c]) - top);
   return std::log(sum) + top;
 }
 
 }  // namespace
 
-float softmaxCrossEntropy(std::span<const float> logits, std::span<const int64_t> labels, int64_t rows,
-                          int64_t classes) {
+template <typename T>
+T softmaxCrossEntropy(std::span<const double> logits, std::span<const int64_t> labels, int64_t rows, int64_t classes) {
   checkLabels(labels, classes);
-  float total = 0.0f;
+  T total = 0;
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * classes;
-    total += logSumExp(row, classes) - row[labels[static_cast<size_t>(r)]];
+    const double* row = logits.data() + r * classes;
+    total += logSumExp<T>(row, classes) - static_cast<T>(row[labels[static_cast<size_t>(r)]]);
   }
-  return total / static_cast<float>(rows);
+  return total / static_cast<T>(rows);
 }
 
-void softmaxCrossEntropyGrad(std::span<const float> logits, std::span<const int64_t> labels, std::span<float> out,
+template <typename T>
+void softmaxCrossEntropyGrad(std::span<const double> logits, std::span<const int64_t> labels, std::span<double> out,
                              int64_t rows, int64_t classes) {
   checkLabels(labels, classes);
-  const float scale = 1.0f / static_cast<float>(rows);
+  const T scale = T{1} / static_cast<T>(rows);
   for (int64_t r = 0; r < rows; ++r) {
-    const float* row = logits.data() + r * classes;
-    const float lse = logSumExp(row, classes);
+    const double* row = logits.data() + r * classes;
+    const T lse = logSumExp<T>(row, classes);
     for (int64_t c = 0; c < classes; ++c) {
-      const float softmax = std::exp(row[c] - lse);
-      const float onehot = c == labels[static_cast<size_t>(r)] ? 1.0f : 0.0f;
+      const T softmax = std::exp(static_cast<T>(row[c]) - lse);
+      const T onehot = c == labels[static_cast<size_t>(r)] ? T{1} : T{0};
       out[static_cast<size_t>(r * classes + c)] = (softmax - onehot) * scale;
     }
   }
 }
 
-void softmax(std::span<const float> x, std::span<float> out, int64_t outer, int64_t length, int64_t inner, bool log) {
+template <typename T>
+void softmax(std::span<const double> x, std::span<double> out, int64_t outer, int64_t length, int64_t inner, bool log) {
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {
       const auto at = [&](int64_t j) { return static_cast<size_t>((o * length + j) * inner + i); };
-      float top = x[at(0)];
-      for (int64_t j = 1; j < length; ++j) top = std::max(top, x[at(j)]);
-      float sum = 0.0f;
-      for (int64_t j = 0; j < length; ++j) sum += std::exp(x[at(j)] - top);
-      const float log_sum = std::log(sum);
+      const auto value = [&](int64_t j) { return static_cast<T>(x[at(j)]); };
+      T top = value(0);
+      for (int64_t j = 1; j < length; ++j) top = std::max(top, value(j));
+      T sum = 0;
+      for (int64_t j = 0; j < length; ++j) sum += std::exp(value(j) - top);
+      const T log_sum = std::log(sum);
       for (int64_t j = 0; j < length; ++j) {
-        out[at(j)] = log ? x[at(j)] - top - log_sum : std::exp(x[at(j)] - top) / sum;
+        out[at(j)] = log ? value(j) - top - log_sum : std::exp(value(j) - top) / sum;
       }
     }
   }
 }
 
-void nllLoss(std::span<const float> logp, std::span<const int64_t> labels, std::span<const float> weights,
-             std::span<float> out, int64_t n, int64_t c, int64_t d, int reduction, const int64_t* ignore_index) {
-  float total = 0.0f;
-  float weight_sum = 0.0f;
+template <typename T>
+void nllLoss(std::span<const double> logp, std::span<const int64_t> labels, std::span<const double> weights,
+             std::span<double> out, int64_t n, int64_t c, int64_t d, int reduction, const int64_t* ignore_index) {
+  T total = 0;
+  T weight_sum = 0;
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < d; ++j) {
       const int64_t label = labels[static_cast<size_t>(i * d + j)];
-      float loss = 0.0f;
+      T loss = 0;
       if (ignore_index == nullptr || label != *ignore_index) {
         if (label < 0 || label >= c) {
           throw Error(ErrorKind::kInvalidInput, "label " + std::to_string(label) + " at position " +
                                                     std::to_string(i * d + j) + " is not a class id in [0, " +
                                                     std::to_string(c) + ")");
         }
-        const float weight = weights.empty() ? 1.0f : weights[static_cast<size_t>(label)];
-        loss = -logp[static_cast<size_t>((i * c + label) * d + j)] * weight;
+        const T weight = weights.empty() ? T{1} : static_cast<T>(weights[static_cast<size_t>(label)]);
+        loss = -static_cast<T>(logp[static_cast<size_t>((i * c + label) * d + j)]) * weight;
         weight_sum += weight;
       }
       if (reduction == 0) out[static_cast<size_t>(i * d + j)] = loss;
@@ -139,8 +146,9 @@ void nllLoss(std::span<const float> logp, std::span<const int64_t> labels, std::
   if (reduction == 2) out[0] = total / weight_sum;
 }
 
-void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape, std::span<const float> b,
-                   const std::vector<int64_t>& b_shape, std::span<float> out, const std::vector<int64_t>& out_shape,
+template <typename T>
+void batchedMatmul(std::span<const double> a, const std::vector<int64_t>& a_shape, std::span<const double> b,
+                   const std::vector<int64_t>& b_shape, std::span<double> out, const std::vector<int64_t>& out_shape,
                    bool transpose_a, bool transpose_b, int threads) {
   const size_t rank = out_shape.size();
   const int64_t m = out_shape[rank - 2];
@@ -155,10 +163,10 @@ void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape
   int64_t ia = 0;
   int64_t ib = 0;
   for (int64_t e = 0; e < batches; ++e) {
-    matmul(a.subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)),
-           b.subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)),
-           out.subspan(static_cast<size_t>(e * m * n), static_cast<size_t>(m * n)), m, k, n, transpose_a, transpose_b,
-           threads);
+    matmul<T>(a.subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)),
+              b.subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)),
+              out.subspan(static_cast<size_t>(e * m * n), static_cast<size_t>(m * n)), m, k, n, transpose_a,
+              transpose_b, threads);
     for (size_t d = batch.size(); d-- > 0;) {
       if (++index[d] < batch[d]) {
         ia += sa[d];
@@ -171,5 +179,21 @@ void batchedMatmul(std::span<const float> a, const std::vector<int64_t>& a_shape
     }
   }
 }
+
+#define TPUSIM_KERNELS_FOR(T)                                                                                       \
+  template void matmul<T>(std::span<const double>, std::span<const double>, std::span<double>, int64_t, int64_t,    \
+                          int64_t, bool, bool, int);                                                                \
+  template T softmaxCrossEntropy<T>(std::span<const double>, std::span<const int64_t>, int64_t, int64_t);           \
+  template void softmaxCrossEntropyGrad<T>(std::span<const double>, std::span<const int64_t>, std::span<double>,    \
+                                           int64_t, int64_t);                                                       \
+  template void batchedMatmul<T>(std::span<const double>, const std::vector<int64_t>&, std::span<const double>,     \
+                                 const std::vector<int64_t>&, std::span<double>, const std::vector<int64_t>&, bool, \
+                                 bool, int);                                                                        \
+  template void softmax<T>(std::span<const double>, std::span<double>, int64_t, int64_t, int64_t, bool);            \
+  template void nllLoss<T>(std::span<const double>, std::span<const int64_t>, std::span<const double>,              \
+                           std::span<double>, int64_t, int64_t, int64_t, int, const int64_t*);
+TPUSIM_KERNELS_FOR(float)
+TPUSIM_KERNELS_FOR(double)
+#undef TPUSIM_KERNELS_FOR
 
 }  // namespace tpusim::reference

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
+
+#include "reference/cpu/kernels.hpp"
 
 namespace tpusim::reference {
 
@@ -16,7 +19,8 @@ bool advance(std::vector<int64_t>& index, const std::vector<int64_t>& shape) {
   return false;
 }
 
-// For every output element: visit(y_index, x_indices_in_window, divisor).
+// For every output element: visit(y_index, x_indices_in_window, divisor), the divisor
+// being the count of elements an average divides by.
 template <typename Visit>
 void forEachWindow(const ir::Shape& x_shape, const ir::Shape& y_shape, const ir::PoolGeometry& g, Visit visit) {
   const size_t rank = x_shape.size() - 2;
@@ -47,7 +51,7 @@ void forEachWindow(const ir::Shape& x_shape, const ir::Shape& y_shape, const ir:
         if (inside) window.push_back(static_cast<size_t>(p * plane_size + linear));
       } while (advance(k, g.kernel));
       const int64_t count = g.count_include_pad ? padded_count : static_cast<int64_t>(window.size());
-      visit(static_cast<size_t>(p * out_plane_size + out_linear), window, static_cast<float>(count));
+      visit(static_cast<size_t>(p * out_plane_size + out_linear), window, count);
       ++out_linear;
     } while (advance(out, out_spatial));
   }
@@ -64,32 +68,36 @@ size_t argMax(std::span<const T> x, const std::vector<size_t>& window) {
 
 }  // namespace
 
-template <typename T>
-void poolForward(std::span<const T> x, const ir::Shape& x_shape, std::span<T> y, const ir::Shape& y_shape,
+template <typename V, typename T>
+void poolForward(std::span<const V> x, const ir::Shape& x_shape, std::span<V> y, const ir::Shape& y_shape,
                  const ir::PoolGeometry& g) {
-  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, float divisor) {
+  // The empty window of a max pool: the lowest value of the tensor's own type.
+  using Lowest = std::conditional_t<std::is_integral_v<V>, V, T>;
+  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, int64_t divisor) {
     if (window.empty()) {
-      y[out] = g.max ? std::numeric_limits<T>::lowest() : T{};
+      y[out] = g.max ? static_cast<V>(std::numeric_limits<Lowest>::lowest()) : V{};
     } else if (g.max) {
       y[out] = x[argMax(x, window)];
     } else {
-      float sum = 0.0f;
-      for (size_t index : window) sum += static_cast<float>(x[index]);
-      y[out] = static_cast<T>(sum / divisor);
+      T sum = 0;
+      for (size_t index : window) sum += static_cast<T>(x[index]);
+      y[out] = static_cast<V>(static_cast<T>(sum / static_cast<T>(divisor)));
     }
   });
 }
 
-template void poolForward<float>(std::span<const float>, const ir::Shape&, std::span<float>, const ir::Shape&,
-                                 const ir::PoolGeometry&);
-template void poolForward<int64_t>(std::span<const int64_t>, const ir::Shape&, std::span<int64_t>, const ir::Shape&,
-                                   const ir::PoolGeometry&);
+template void poolForward<double, float>(std::span<const double>, const ir::Shape&, std::span<double>, const ir::Shape&,
+                                         const ir::PoolGeometry&);
+template void poolForward<double, double>(std::span<const double>, const ir::Shape&, std::span<double>,
+                                          const ir::Shape&, const ir::PoolGeometry&);
+template void poolForward<int64_t, float>(std::span<const int64_t>, const ir::Shape&, std::span<int64_t>,
+                                          const ir::Shape&, const ir::PoolGeometry&);
 
-void poolArgmax(std::span<const float> x, const ir::Shape& x_shape, std::span<int64_t> indices,
+void poolArgmax(std::span<const double> x, const ir::Shape& x_shape, std::span<int64_t> indices,
                 const ir::Shape& y_shape, const ir::PoolGeometry& g) {
   const ir::Shape spatial(x_shape.begin() + 2, x_shape.end());
   const int64_t plane = ir::elementCount(spatial);
-  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, float) {
+  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, int64_t) {
     if (window.empty()) {
       indices[out] = -1;
       return;
@@ -112,17 +120,24 @@ void poolArgmax(std::span<const float> x, const ir::Shape& x_shape, std::span<in
   });
 }
 
-void poolGrad(std::span<const float> dy, const ir::Shape& y_shape, std::span<const float> x, const ir::Shape& x_shape,
-              std::span<float> dx, const ir::PoolGeometry& g) {
-  std::fill(dx.begin(), dx.end(), 0.0f);
-  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, float divisor) {
+template <typename T>
+void poolGrad(std::span<const double> dy, const ir::Shape& y_shape, std::span<const double> x, const ir::Shape& x_shape,
+              std::span<double> dx, const ir::PoolGeometry& g) {
+  std::fill(dx.begin(), dx.end(), 0.0);
+  forEachWindow(x_shape, y_shape, g, [&](size_t out, const std::vector<size_t>& window, int64_t divisor) {
     if (window.empty()) return;
+    const auto d = static_cast<T>(dy[out]);
     if (g.max) {
-      dx[argMax(x, window)] += dy[out];
+      accumulate(dx[argMax(x, window)], d);
       return;
     }
-    for (size_t index : window) dx[index] += dy[out] / divisor;
+    for (size_t index : window) accumulate(dx[index], static_cast<T>(d / static_cast<T>(divisor)));
   });
 }
+
+template void poolGrad<float>(std::span<const double>, const ir::Shape&, std::span<const double>, const ir::Shape&,
+                              std::span<double>, const ir::PoolGeometry&);
+template void poolGrad<double>(std::span<const double>, const ir::Shape&, std::span<const double>, const ir::Shape&,
+                               std::span<double>, const ir::PoolGeometry&);
 
 }  // namespace tpusim::reference

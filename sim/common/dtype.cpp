@@ -16,6 +16,7 @@ uint32_t dtypeBytes(DType dtype) {
     case DType::kInt64: return 8;
     case DType::kUInt64: return 8;
     case DType::kBool: return 1;
+    case DType::kF64: return 8;
   }
   return 0;
 }
@@ -32,16 +33,23 @@ const char* dtypeName(DType dtype) {
     case DType::kInt64: return "int64";
     case DType::kUInt64: return "uint64";
     case DType::kBool: return "bool";
+    case DType::kF64: return "f64";
   }
   return "?";
 }
 
+bool isFloatingDType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16 || dtype == DType::kF64;
+}
+
 DType parseDType(std::string_view name) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kInt8, DType::kUInt8, DType::kInt32,
-                      DType::kUInt32, DType::kInt64, DType::kUInt64, DType::kBool}) {
+                      DType::kUInt32, DType::kInt64, DType::kUInt64, DType::kBool, DType::kF64}) {
     if (name == dtypeName(dtype)) return dtype;
   }
-  throw Error(ErrorKind::kInvalidConfig, "unknown dtype '" + std::string(name) + "'");
+  std::string message = "unknown dtype '";
+  message.append(name).append("'");
+  throw Error(ErrorKind::kInvalidConfig, message);
 }
 
 }  // namespace tpusim

@@ -83,6 +83,7 @@ float roundTo(DType dtype, float value) {
       return std::nearbyint(value);
     }
     case DType::kBool: return value != 0.0f ? 1.0f : 0.0f;
+    case DType::kF64: return value;
   }
   return value;
 }
@@ -90,6 +91,53 @@ float roundTo(DType dtype, float value) {
 void roundInPlace(DType dtype, std::span<float> values) {
   if (dtype == DType::kF32) return;
   for (float& value : values) value = roundTo(dtype, value);
+}
+
+namespace {
+
+// The float nearest to `value` toward zero, with its lowest bit set if that
+// was inexact (round to odd): the bits a later rounding needs are all kept.
+float toFloatRoundToOdd(double value) {
+  if (std::isnan(value)) return static_cast<float>(value);
+  float narrowed = static_cast<float>(value);
+  if (std::abs(static_cast<double>(narrowed)) > std::abs(value)) {
+    narrowed = std::nextafter(narrowed, 0.0f);  // infinity too becomes the largest float
+  }
+  if (static_cast<double>(narrowed) == value) return narrowed;
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(narrowed) | 1u);
+}
+
+}  // namespace
+
+double roundTo(DType dtype, double value) {
+  switch (dtype) {
+    case DType::kF64: return value;
+    case DType::kF32: return static_cast<float>(value);
+    case DType::kBF16:
+    case DType::kF16: return roundTo(dtype, toFloatRoundToOdd(value));
+    case DType::kInt8: {
+      if (std::isnan(value)) return 0.0;
+      return std::clamp(std::nearbyint(value), -128.0, 127.0);
+    }
+    case DType::kUInt8: {
+      if (std::isnan(value)) return 0.0;
+      return std::clamp(std::nearbyint(value), 0.0, 255.0);
+    }
+    case DType::kInt32:
+    case DType::kUInt32:
+    case DType::kUInt64:
+    case DType::kInt64: {
+      if (std::isnan(value)) return 0.0;
+      return std::nearbyint(value);
+    }
+    case DType::kBool: return value != 0.0 ? 1.0 : 0.0;
+  }
+  return value;
+}
+
+void roundInPlace(DType dtype, std::span<double> values) {
+  if (dtype == DType::kF64) return;
+  for (double& value : values) value = roundTo(dtype, value);
 }
 
 }  // namespace tpusim::numerics

@@ -91,5 +91,56 @@ TEST(RoundTo, StorageTypes) {
   EXPECT_EQ(values, (std::vector<float>{1.0f, 2.0f}));
 }
 
+// The nearest of a narrow type's values to `value`, ties to the even one, by brute force over
+// the neighbours of the float rounding (values holds every one of the type's values near it).
+double nearestOf(double value, uint16_t (*toBits)(float), float (*fromBits16)(uint16_t)) {
+  const uint16_t middle = toBits(static_cast<float>(value));
+  uint16_t best = middle;
+  for (int delta : {-1, 1}) {
+    const auto bits = static_cast<uint16_t>(middle + delta);
+    const double gap = std::abs(fromBits16(bits) - value);
+    const double best_gap = std::abs(fromBits16(best) - value);
+    if (gap < best_gap || (gap == best_gap && (bits & 1u) == 0)) best = bits;
+  }
+  return fromBits16(best);
+}
+
+// A point just off (or on) the tie between the narrow type's value at `value` and the next
+// one up: where a rounding through float would go wrong.
+double nearTie(double value, int side, uint16_t (*toBits)(float), float (*fromBits16)(uint16_t)) {
+  const uint16_t bits = toBits(static_cast<float>(value));
+  const double tie = (static_cast<double>(fromBits16(bits)) + fromBits16(static_cast<uint16_t>(bits + 1))) / 2;
+  return tie + side * std::abs(tie) * std::ldexp(1.0, -35);
+}
+
+TEST(RoundTo, DoublesRoundOnceToEachType) {
+  EXPECT_EQ(roundTo(DType::kF64, 0.1), 0.1);
+  EXPECT_EQ(roundTo(DType::kF32, 0.1), static_cast<double>(0.1f));
+  // 1 + 2^-8 + 2^-40 is just above a bf16 tie: through float (a tie, then to even) it would
+  // become 1; rounded once it is 1 + 2^-7. Likewise for f16 at 1 + 2^-11 + 2^-40.
+  EXPECT_EQ(roundTo(DType::kBF16, 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)), 1.0 + std::ldexp(1.0, -7));
+  EXPECT_EQ(roundTo(DType::kF16, 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40)), 1.0 + std::ldexp(1.0, -10));
+  EXPECT_EQ(roundTo(DType::kBF16, 1.0 + std::ldexp(1.0, -8)), 1.0);  // an exact tie goes to even
+  EXPECT_EQ(roundTo(DType::kBF16, 1e300), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(roundTo(DType::kF16, -1e-300), 0.0);
+  EXPECT_TRUE(std::signbit(roundTo(DType::kF16, -1e-300)));
+  EXPECT_TRUE(std::isnan(roundTo(DType::kBF16, std::nan(""))));
+  EXPECT_EQ(roundTo(DType::kInt8, 300.0), 127.0);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> mantissa(1.0, 2.0);
+  std::uniform_int_distribution<int> exponent(-20, 14);
+  for (int i = 0; i < 200000; ++i) {
+    const double value = std::ldexp(mantissa(rng), exponent(rng)) * (i % 2 ? 1 : -1);
+    const int side = i % 3 - 1;
+    const double bf16 = i % 4 < 2 ? value : nearTie(value, side, floatToBf16Bits, bf16BitsToFloat);
+    const double f16 = i % 4 < 2 ? value : nearTie(value, side, floatToF16Bits, f16BitsToFloat);
+    ASSERT_EQ(roundTo(DType::kBF16, bf16), nearestOf(bf16, floatToBf16Bits, bf16BitsToFloat)) << bf16;
+    ASSERT_EQ(roundTo(DType::kF16, f16), nearestOf(f16, floatToF16Bits, f16BitsToFloat)) << f16;
+  }
+  std::vector<double> values = {1.1, 2.5};
+  roundInPlace(DType::kF64, values);
+  EXPECT_EQ(values, (std::vector<double>{1.1, 2.5}));
+}
+
 }  // namespace
 }  // namespace tpusim::numerics

@@ -148,3 +148,36 @@ TEST(Lower, AdamStateIsLoadedAndStoredInPlace) {
 
 }  // namespace
 }  // namespace tpusim
+
+namespace tpusim {
+namespace {
+
+// The MXU has no f64 datapath: an f64 matmul is an "unsupported" error, while f64 vector
+// work lowers with 8 bytes an element.
+TEST(Lower, F64MatmulIsUnsupportedAndF64VectorWorkMovesEightBytes) {
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  hw.set("chip.tensor_cores", "1");  // one core loads all of a
+  ir::Graph matmul;
+  const int x = matmul.addInput("x", {4, 8}, DType::kF64, ir::TensorRole::kInput);
+  matmul.markOutput(matmul.matmul("mm", x, matmul.addWeight("w", {8, 2}, DType::kF64), false, false));
+  try {
+    lowerToProgram(matmul, hw, LowerOptions{"f64", "inference", 4});
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
+    EXPECT_NE(std::string(error.what()).find("f64 matmul is not supported on the MXU"), std::string::npos)
+        << error.what();
+  }
+  ir::Graph vector;
+  const int a = vector.addInput("a", {4, 8}, DType::kF64, ir::TensorRole::kInput);
+  vector.markOutput(vector.relu("relu", a));
+  const program::Program program = lowerToProgram(vector, hw, LowerOptions{"f64", "inference", 4});
+  uint64_t loaded = 0;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.has_dma() && ins.dma().bytes() > 0) loaded = std::max<uint64_t>(loaded, ins.dma().bytes());
+  }
+  EXPECT_EQ(loaded, 4u * 8 * 8);  // a's 32 elements of 8 bytes
+}
+
+}  // namespace
+}  // namespace tpusim

@@ -8,17 +8,22 @@
 #include "frontend/train/training_graph.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/gradient_check.hpp"
 #include "tests/support/onnx_builder.hpp"
 
 namespace tpusim::reference {
 namespace {
 
-std::vector<float> randomFloats(size_t count, std::mt19937& rng, float scale = 1.0f) {
+// Drawn as floats, so that the values are exact in f32 and f64 alike.
+std::vector<double> randomFloats(size_t count, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> values(count);
-  for (float& v : values) v = dist(rng);
+  std::vector<double> values(count);
+  for (double& v : values) v = dist(rng);
   return values;
 }
+
+using testing::expectGradientsMatch;
+using testing::finiteDifferencesFor;
 
 class MatMulKernel : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
 
@@ -26,11 +31,11 @@ TEST_P(MatMulKernel, MatchesDoublePrecisionAndIgnoresThreadCount) {
   const auto [ta, tb] = GetParam();
   const int64_t m = 37, k = 53, n = 29;
   std::mt19937 rng(3);
-  const std::vector<float> a = randomFloats(static_cast<size_t>(m * k), rng);
-  const std::vector<float> b = randomFloats(static_cast<size_t>(k * n), rng);
-  std::vector<float> one(static_cast<size_t>(m * n)), four(static_cast<size_t>(m * n));
-  matmul(a, b, one, m, k, n, ta, tb, 1);
-  matmul(a, b, four, m, k, n, ta, tb, 4);
+  const std::vector<double> a = randomFloats(static_cast<size_t>(m * k), rng);
+  const std::vector<double> b = randomFloats(static_cast<size_t>(k * n), rng);
+  std::vector<double> one(static_cast<size_t>(m * n)), four(static_cast<size_t>(m * n));
+  matmul<float>(a, b, one, m, k, n, ta, tb, 1);
+  matmul<float>(a, b, four, m, k, n, ta, tb, 4);
   EXPECT_EQ(one, four);  // bit-identical: each element is summed by one thread in the same order
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t c = 0; c < n; ++c) {
@@ -41,6 +46,20 @@ TEST_P(MatMulKernel, MatchesDoublePrecisionAndIgnoresThreadCount) {
         exact += av * bv;
       }
       EXPECT_NEAR(one[static_cast<size_t>(r * n + c)], exact, 1e-4 * (1 + std::abs(exact)));
+      EXPECT_EQ(one[static_cast<size_t>(r * n + c)], static_cast<float>(one[static_cast<size_t>(r * n + c)]));
+    }
+  }
+  // In double the sum is the double sum of the same terms in the same order.
+  std::vector<double> wide(static_cast<size_t>(m * n));
+  matmul<double>(a, b, wide, m, k, n, ta, tb, 3);
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        exact += (ta ? a[static_cast<size_t>(i * m + r)] : a[static_cast<size_t>(r * k + i)]) *
+                 (tb ? b[static_cast<size_t>(c * k + i)] : b[static_cast<size_t>(i * n + c)]);
+      }
+      EXPECT_EQ(wide[static_cast<size_t>(r * n + c)], exact);
     }
   }
 }
@@ -50,11 +69,12 @@ INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulKernel, ::testing::Combine(::testi
 TEST(Kernels, SoftmaxCrossEntropyClosedForm) {
   // Row 0: logits (0, 0), label 0: -log(1/2) = ln 2.
   // Row 1: logits (ln 3, 0), label 1: -log(1/4) = ln 4.  Mean = 1.5 ln 2.
-  const std::vector<float> logits = {0.0f, 0.0f, std::log(3.0f), 0.0f};
+  const std::vector<double> logits = {0.0, 0.0, std::log(3.0), 0.0};
   const std::vector<int64_t> labels = {0, 1};
-  EXPECT_NEAR(softmaxCrossEntropy(logits, labels, 2, 2), 1.5 * std::log(2.0), 1e-6);
-  std::vector<float> grad(4);
-  softmaxCrossEntropyGrad(logits, labels, grad, 2, 2);
+  EXPECT_NEAR(softmaxCrossEntropy<float>(logits, labels, 2, 2), 1.5 * std::log(2.0), 1e-6);
+  EXPECT_NEAR(softmaxCrossEntropy<double>(logits, labels, 2, 2), 1.5 * std::log(2.0), 1e-15);
+  std::vector<double> grad(4);
+  softmaxCrossEntropyGrad<float>(logits, labels, grad, 2, 2);
   // (softmax - onehot) / 2 = ((0.5 - 1) / 2, 0.5 / 2, 0.75 / 2, (0.25 - 1) / 2)
   EXPECT_NEAR(grad[0], -0.25f, 1e-6);
   EXPECT_NEAR(grad[1], 0.25f, 1e-6);
@@ -110,9 +130,9 @@ TEST(CpuExecutor, GradientsMatchFiniteDifferences) {
       auto plus = step.feeds;
       auto minus = step.feeds;
       const float h = 1e-2f;
-      plus[weight].floats[i] += h;
-      minus[weight].floats[i] -= h;
-      const double numeric = (step.loss(plus) - step.loss(minus)) / (2.0 * h);
+      plus[weight].floats[i] = static_cast<float>(before[i]) + h;
+      minus[weight].floats[i] = static_cast<float>(before[i]) - h;
+      const double numeric = (step.loss(plus) - step.loss(minus)) / (plus[weight].floats[i] - minus[weight].floats[i]);
       EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
     }
   }
@@ -130,7 +150,7 @@ std::map<std::string, ir::TensorValue> randomFeeds(const ir::Graph& graph, int64
     } else {
       value.floats = randomFloats(value.floats.size(), rng, 0.5f);
       if (t.name == "den") {
-        for (float& v : value.floats) v = 1.5f + std::abs(v);  // keep the divisor away from 0
+        for (double& v : value.floats) v = 1.5 + std::abs(v);  // keep the divisor away from 0
       }
     }
     feeds[t.name] = value;
@@ -138,57 +158,35 @@ std::map<std::string, ir::TensorValue> randomFeeds(const ir::Graph& graph, int64
   return feeds;
 }
 
-// Recovers each weight's gradient from its SGD update and compares it with central differences
-// of the loss; returns how many weights were checked.
-// `step` is the finite-difference step; keep it below the gaps between competing maxima.
-int expectGradientsMatch(const ir::Graph& graph, const std::map<std::string, ir::TensorValue>& feeds, float rate,
-                         float step = 1e-2f) {
-  const CpuExecutor executor(graph, CpuOptions{});
-  const auto values = executor.run(feeds);
-  const auto lossOf = [&](const std::map<std::string, ir::TensorValue>& inputs) {
-    return static_cast<double>(executor.run(inputs)[static_cast<size_t>(graph.outputs().back())].floats[0]);
-  };
-  int weights_checked = 0;
-  for (const ir::Tensor& t : graph.tensors()) {
-    if (t.alias_of < 0 || t.role != ir::TensorRole::kWeight) continue;
-    ++weights_checked;
-    const std::string weight = graph.tensor(t.alias_of).name;
-    for (size_t i = 0; i < feeds.at(weight).floats.size(); ++i) {
-      const double analytic = (feeds.at(weight).floats[i] - values[static_cast<size_t>(t.id)].floats[i]) / rate;
-      auto plus = feeds;
-      auto minus = feeds;
-      plus[weight].floats[i] += step;
-      minus[weight].floats[i] -= step;
-      const double numeric = (lossOf(plus) - lossOf(minus)) / (2.0 * step);
-      EXPECT_NEAR(analytic, numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
-    }
-  }
-  return weights_checked;
-}
+// The gradient tests below build their graph in the dtype of the test's parameter and
+// check it with that dtype's finite differences (tests/support/gradient_check.hpp).
+class Gradients : public ::testing::TestWithParam<DType> {};
 
-TEST(CpuExecutor, BroadcastAndBatchedGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, BroadcastAndBatchedMatmul) {
+  const DType dtype = GetParam();
   // A batched matmul with a shared weight, broadcast add/mul/sub/div, scale and reshape,
   // trained with the added softmax cross-entropy.
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {2, 3, 5}, DType::kF32, ir::TensorRole::kInput);
-  int h = g.matmul("mm", x, g.addWeight("w", {5, 4}, DType::kF32), false, false);
-  h = g.add("add", h, g.addWeight("bias", {1, 4}, DType::kF32));
-  h = g.binary(ir::OpType::kMul, "mul", h, g.addWeight("gain", {3, 1}, DType::kF32));
-  h = g.binary(ir::OpType::kSub, "sub", h, g.addWeight("shift", {4}, DType::kF32));
-  h = g.binary(ir::OpType::kDiv, "div", h, g.addWeight("den", {4}, DType::kF32));
+  const int x = g.addInput("x", {2, 3, 5}, dtype, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {5, 4}, dtype), false, false);
+  h = g.add("add", h, g.addWeight("bias", {1, 4}, dtype));
+  h = g.binary(ir::OpType::kMul, "mul", h, g.addWeight("gain", {3, 1}, dtype));
+  h = g.binary(ir::OpType::kSub, "sub", h, g.addWeight("shift", {4}, dtype));
+  h = g.binary(ir::OpType::kDiv, "div", h, g.addWeight("den", {4}, dtype));
   g.markOutput(g.reshape("flat", g.scale("scale", h, 0.5), {6, 4}));
   model.batch = 6;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 13), 0.1f), 5);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 13), 0.1, finiteDifferencesFor(dtype)), 5);
 }
 
-TEST(CpuExecutor, UnaryAndTransposeGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, UnaryAndTranspose) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {4, 6}, DType::kF32, ir::TensorRole::kInput);
-  int h = g.matmul("mm", x, g.addWeight("w", {6, 5}, DType::kF32), false, false);  // [4, 5]
-  h = g.transpose("t", h, {1, 0});                                                 // [5, 4]
+  const int x = g.addInput("x", {4, 6}, dtype, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {6, 5}, dtype), false, false);  // [4, 5]
+  h = g.transpose("t", h, {1, 0});                                           // [5, 4]
   h = g.unary(ir::UnaryKind::kTanh, "tanh", h);
   const int s = g.unary(ir::UnaryKind::kSigmoid, "sigmoid", h);  // in (0, 1): safe for log, sqrt, 1/x
   int y = g.add("sum1", g.unary(ir::UnaryKind::kLog, "log", s), g.unary(ir::UnaryKind::kSqrt, "sqrt", s));
@@ -201,15 +199,16 @@ TEST(CpuExecutor, UnaryAndTransposeGradientsMatchFiniteDifferences) {
   g.markOutput(g.transpose("back", y, {}));  // default perm reverses: [4, 5]
   model.batch = 4;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 17), 0.1f), 1);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 17), 0.1, finiteDifferencesFor(dtype)), 1);
 }
 
-TEST(CpuExecutor, ReduceAndConcatGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, ReduceAndConcat) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {4, 3, 5}, DType::kF32, ir::TensorRole::kInput);
-  const int w = g.addWeight("w", {4, 3, 5}, DType::kF32);
-  const int v = g.addWeight("v", {4, 2}, DType::kF32);
+  const int x = g.addInput("x", {4, 3, 5}, dtype, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {4, 3, 5}, dtype);
+  const int v = g.addWeight("v", {4, 2}, dtype);
   const int prod = g.binary(ir::OpType::kMul, "mul", x, w);
   const int mean = g.reduce("mean", prod, ir::Reduction::kMean, {1}, false);          // [4, 5]
   const int sum = g.reduce("sum", prod, ir::Reduction::kSum, {1, 2}, true);           // [4, 1, 1]
@@ -217,28 +216,32 @@ TEST(CpuExecutor, ReduceAndConcatGradientsMatchFiniteDifferences) {
   g.markOutput(joined);
   model.batch = 4;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 8, 19), 0.1f), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 8, 19), 0.1, finiteDifferencesFor(dtype)), 2);
 }
 
-TEST(CpuExecutor, EmbeddingGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, EmbeddingGather) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int table = g.addWeight("table", {10, 6}, DType::kF32);
+  const int table = g.addWeight("table", {10, 6}, dtype);
   const int ids = g.addConstant("ids", {5}, DType::kInt64);
   const int rows = g.gather("embed", table, ids, 0);  // [5, 6]
-  g.markOutput(g.matmul("mm", rows, g.addWeight("w", {6, 3}, DType::kF32), false, false));
+  g.markOutput(g.matmul("mm", rows, g.addWeight("w", {6, 3}, dtype), false, false));
   model.batch = 5;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
   auto feeds = randomFeeds(graph, 3, 23);
   feeds["ids"].ints = {3, 7, 3, -1, 0};  // a repeated id accumulates; -1 wraps to row 9
-  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 2);
   feeds["ids"].ints[1] = 10;
   EXPECT_THROW(CpuExecutor(graph, CpuOptions{}).run(feeds), Error);
 }
 
-TEST(CpuExecutor, LayerNormalizationTrainsThroughItsDecomposition) {
+TEST_P(Gradients, LayerNormalizationThroughItsDecomposition) {
+  const DType dtype = GetParam();
   testing::OnnxBuilder b;
-  b.input("x", {-1, 6}).weight("gamma", {6}).weight("beta", {6}).weight("w", {3, 6}).weight("bias", {3});
+  const int32_t type = dtype == DType::kF64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT;
+  b.input("x", {-1, 6}, type).weight("gamma", {6}, type).weight("beta", {6}, type);
+  b.weight("w", {3, 6}, type).weight("bias", {3}, type);
   auto& norm = b.node("LayerNormalization", {"x", "gamma", "beta"}, "normed");
   auto* eps = norm.add_attribute();
   eps->set_name("epsilon");
@@ -252,12 +255,15 @@ TEST(CpuExecutor, LayerNormalizationTrainsThroughItsDecomposition) {
   for (const auto& [name, value] : model.initializers) {
     if (name.find("epsilon") != std::string::npos) feeds[name] = value;  // the constant keeps its value
   }
-  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 4);
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 4);
 }
 
-TEST(CpuExecutor, BatchNormTrainsWithBatchStatisticsAndFreezesRunningOnes) {
+TEST_P(Gradients, BatchNormWithBatchStatisticsAndFrozenRunningOnes) {
+  const DType dtype = GetParam();
   testing::OnnxBuilder b;
-  b.input("x", {-1, 3, 2, 2}).weight("scale", {3}).weight("shift", {3}).weight("mean", {3}).weight("var", {3});
+  const int32_t type = dtype == DType::kF64 ? onnx::TensorProto::DOUBLE : onnx::TensorProto::FLOAT;
+  b.input("x", {-1, 3, 2, 2}, type).weight("scale", {3}, type).weight("shift", {3}, type);
+  b.weight("mean", {3}, type).weight("var", {3}, type);
   b.node("BatchNormalization", {"x", "scale", "shift", "mean", "var"}, "normed");
   b.node("Flatten", {"normed"}, "logits");
   b.output("logits");
@@ -271,31 +277,33 @@ TEST(CpuExecutor, BatchNormTrainsWithBatchStatisticsAndFreezesRunningOnes) {
     if (name.find("epsilon") != std::string::npos) feeds[name] = value;
   }
   // Only scale and shift are trained; the running mean and variance are constants.
-  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 2);
 }
 
-TEST(CpuExecutor, WhereRoutesGradientsToTheChosenBranch) {
+TEST_P(Gradients, WhereRoutesToTheChosenBranch) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
   const int mask = g.addConstant("mask", {4, 1}, DType::kBool);
-  const int a = g.addWeight("a", {4, 3}, DType::kF32);
-  const int b = g.addWeight("b", {3}, DType::kF32);
+  const int a = g.addWeight("a", {4, 3}, dtype);
+  const int b = g.addWeight("b", {3}, dtype);
   g.markOutput(g.where("select", mask, a, b));  // broadcast: [4, 1] ? [4, 3] : [3]
   model.batch = 4;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
   auto feeds = randomFeeds(graph, 3, 37);
   feeds["mask"].ints = {1, 0, 1, 0};
-  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1f), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 2);
 }
 
-TEST(CpuExecutor, PoolAndConvGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, PoolAndConv) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {2, 2, 6, 5}, DType::kF32, ir::TensorRole::kInput);
+  const int x = g.addInput("x", {2, 2, 6, 5}, dtype, ir::TensorRole::kInput);
   ir::ConvGeometry conv;
   conv.pads = {1, 0, 1, 1};
   conv.strides = {1, 2};
-  const int c = g.conv("conv", x, g.addWeight("w", {4, 2, 3, 2}, DType::kF32), conv);  // [2, 4, 6, 3]
+  const int c = g.conv("conv", x, g.addWeight("w", {4, 2, 3, 2}, dtype), conv);  // [2, 4, 6, 3]
   ir::PoolGeometry max_pool;
   max_pool.kernel = {2, 2};
   max_pool.strides = {2, 1};
@@ -307,14 +315,17 @@ TEST(CpuExecutor, PoolAndConvGradientsMatchFiniteDifferences) {
   g.markOutput(g.reshape("flat", pooled, {2, 36}));
   model.batch = 2;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  // A small step: a larger one lets a perturbed weight swap which element of a window is the max.
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 36, 41), 0.1f, 1e-3f), 1);
+  // A small step in f32: a larger one lets a perturbed weight swap which element of a window is the max.
+  testing::FiniteDifferences fd = finiteDifferencesFor(dtype);
+  fd.step = std::min(fd.step, 1e-3);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 36, 41), 0.1, fd), 1);
 }
 
-TEST(CpuExecutor, SliceGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, StridedAndNegativeStepSlice) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int w = g.addWeight("w", {5, 6}, DType::kF32);
+  const int w = g.addWeight("w", {5, 6}, dtype);
   // Rows 4, 2, 0 (step -2) and columns 1..3, then two halves of the columns of w.
   const int picked = g.stridedSlice("pick", w, {4, 1}, {-2, 1}, {3, 3});
   const int left = g.slice("left", w, 1, 0, 3, ir::TensorRole::kActivation);
@@ -324,38 +335,56 @@ TEST(CpuExecutor, SliceGradientsMatchFiniteDifferences) {
   g.markOutput(g.binary(ir::OpType::kMul, "mix", picked, rows));
   model.batch = 3;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 3, 43), 0.1f), 1);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 3, 43), 0.1, finiteDifferencesFor(dtype)), 1);
 }
 
-TEST(CpuExecutor, PowGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, PowOfBaseAndExponent) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int base = g.addWeight("base", {3, 4}, DType::kF32);
-  const int exponent = g.addWeight("exponent", {4}, DType::kF32);  // broadcast over rows
+  const int base = g.addWeight("base", {3, 4}, dtype);
+  const int exponent = g.addWeight("exponent", {4}, dtype);  // broadcast over rows
   // a^b needs a > 0 for the exponent's gradient (ln a): twice a sigmoid is in (0, 2).
   const int positive =
       g.add("positive", g.unary(ir::UnaryKind::kSigmoid, "sig", base), g.unary(ir::UnaryKind::kSigmoid, "sig2", base));
   g.markOutput(g.pow("pow", positive, exponent));
   model.batch = 3;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 47), 0.1f), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 47), 0.1, finiteDifferencesFor(dtype)), 2);
 }
 
-TEST(CpuExecutor, SoftmaxCastAndBatchedLhsGradientsMatchFiniteDifferences) {
+TEST_P(Gradients, SoftmaxCastAndBatchedLhs) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
   // x [2, 3, 4] x w [4, 5]: an unbatched rhs, whose gradient folds the batch into rows.
-  const int x = g.addInput("x", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);
-  int h = g.matmul("mm", x, g.addWeight("w", {4, 5}, DType::kF32), false, false);  // [2, 3, 5]
-  h = g.cast("cast", h, DType::kF32);
+  const int x = g.addInput("x", {2, 3, 4}, dtype, ir::TensorRole::kInput);
+  int h = g.matmul("mm", x, g.addWeight("w", {4, 5}, dtype), false, false);  // [2, 3, 5]
+  h = g.cast("cast", h, dtype);
   const int p = g.softmax("softmax", h, 1, false);  // along the middle axis
   const int lp = g.softmax("log_softmax", h, -1, true);
   const int y = g.add("sum", g.binary(ir::OpType::kMul, "weigh", p, h), lp);
   g.markOutput(g.reshape("rows", g.reduce("pool", y, ir::Reduction::kSum, {1}, false), {2, 5}));
   model.batch = 2;
   const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 23), 0.1f), 1);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 23), 0.1, finiteDifferencesFor(dtype)), 1);
 }
+
+TEST_P(Gradients, ReluBroadcastToAndScale) {
+  const DType dtype = GetParam();
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {3, 4}, dtype, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {1, 4}, dtype);
+  const int spread = g.broadcastTo("expand", w, {3, 4}, ir::TensorRole::kActivation);  // [1, 4] -> [3, 4]
+  const int h = g.relu("relu", g.binary(ir::OpType::kMul, "mul", x, spread));
+  g.markOutput(g.scale("scale", g.add("add", h, g.addWeight("b", {3, 4}, dtype)), 2.0));
+  model.batch = 3;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 53), 0.1, finiteDifferencesFor(dtype)), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(InF64AndF32, Gradients, testing::gradientDTypes(), testing::dtypeParamName);
 
 TEST(CpuExecutor, CastRoundsTruncatesAndWraps) {
   ir::Graph g;
@@ -370,12 +399,38 @@ TEST(CpuExecutor, CastRoundsTruncatesAndWraps) {
           .run({{"x",
                  ir::TensorValue{{5}, DType::kF32, {1.0f + 1.0f / 4096.0f, -2.75f, 300.5f, 0.0f, 1.00390625f}, {}}}});
   // f16 has 10 fraction bits: 1 + 2^-12 rounds to 1; bf16 has 7: 1 + 2^-8 is a tie, to even (1).
-  EXPECT_EQ(values[static_cast<size_t>(to_f16)].floats, (std::vector<float>{1.0f, -2.75f, 300.5f, 0.0f, 1.00390625f}));
-  EXPECT_EQ(values[static_cast<size_t>(to_bf16)].floats, (std::vector<float>{1.0f, -2.75f, 300.0f, 0.0f, 1.0f}));
+  EXPECT_EQ(values[static_cast<size_t>(to_f16)].floats, (std::vector<double>{1.0, -2.75, 300.5, 0.0, 1.00390625}));
+  EXPECT_EQ(values[static_cast<size_t>(to_bf16)].floats, (std::vector<double>{1.0, -2.75, 300.0, 0.0, 1.0}));
   // To integers: truncated toward zero, then wrapped to 8 bits (300 -> 44).
   EXPECT_EQ(values[static_cast<size_t>(to_int)].ints, (std::vector<int64_t>{1, -2, 44, 0, 1}));
   EXPECT_EQ(values[static_cast<size_t>(to_bool)].ints, (std::vector<int64_t>{1, 1, 1, 0, 1}));
-  EXPECT_EQ(values[static_cast<size_t>(back)].floats, (std::vector<float>{1.0f, -2.0f, 44.0f, 0.0f, 1.0f}));
+  EXPECT_EQ(values[static_cast<size_t>(back)].floats, (std::vector<double>{1.0, -2.0, 44.0, 0.0, 1.0}));
+}
+
+TEST(CpuExecutor, F64IsNotRoundedAndCastsToNarrowerTypesRoundOnce) {
+  ir::Graph g;
+  const int x = g.addInput("x", {4}, DType::kF64, ir::TensorRole::kInput);
+  const int third =
+      g.binary(ir::OpType::kDiv, "third", x, g.addInput("three", {1}, DType::kF64, ir::TensorRole::kInput));
+  const int to_f32 = g.cast("f32", x, DType::kF32);
+  const int to_bf16 = g.cast("bf16", x, DType::kBF16);
+  const int to_int = g.cast("int64", x, DType::kInt64);
+  const int wide = g.cast("f64", g.cast("i", to_int, DType::kInt64), DType::kF64);
+  // 1 + 2^-30 is no float; 1 + 2^-8 + 2^-40 is just above a bf16 tie, which a rounding through
+  // float (to 1 + 2^-8, a tie, then to even: 1) would miss; 2^53 + 1 is an integer f64 holds.
+  const double above_tie = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+  const double big = std::ldexp(1.0, 52) + 1.0;
+  const auto values =
+      CpuExecutor(g, CpuOptions{})
+          .run({{"x", ir::TensorValue{{4}, DType::kF64, {1.0 + std::ldexp(1.0, -30), above_tie, big, -2.5}, {}}},
+                {"three", ir::TensorValue{{1}, DType::kF64, {3.0}, {}}}});
+  EXPECT_EQ(values[static_cast<size_t>(third)].floats[0], (1.0 + std::ldexp(1.0, -30)) / 3.0);  // in double
+  EXPECT_EQ(values[static_cast<size_t>(to_f32)].floats,
+            (std::vector<double>{1.0, static_cast<float>(above_tie), static_cast<float>(big), -2.5}));
+  EXPECT_EQ(values[static_cast<size_t>(to_bf16)].floats[1], 1.0 + std::ldexp(1.0, -7));  // rounded up, once
+  EXPECT_EQ(values[static_cast<size_t>(to_int)].ints[2], static_cast<int64_t>(big));
+  EXPECT_EQ(values[static_cast<size_t>(wide)].floats[2], big);
+  EXPECT_EQ(values[static_cast<size_t>(wide)].floats[3], -2.0);  // truncated toward zero
 }
 
 TEST(CpuExecutor, GeluMatchesItsClosedForms) {
@@ -390,7 +445,7 @@ TEST(CpuExecutor, GeluMatchesItsClosedForms) {
     b.output("y");
     const ImportedModel model = importOnnxModel(b.model(), {});
     auto feeds = model.initializers;
-    const std::vector<float> x = {-2.0f, -0.5f, 0.0f, 1.5f};
+    const std::vector<double> x = {-2.0, -0.5, 0.0, 1.5};
     feeds["x"] = ir::TensorValue{{4}, DType::kF32, x, {}};
     const auto values = CpuExecutor(model.graph, CpuOptions{}).run(feeds);
     const auto& y = values[static_cast<size_t>(model.graph.outputs()[0])].floats;
@@ -412,7 +467,9 @@ TEST(CpuExecutor, SgdUpdateIsExact) {
     const auto& w = values[static_cast<size_t>(op.inputs[0])].floats;
     const auto& g = values[static_cast<size_t>(op.inputs[1])].floats;
     const auto& updated = values[static_cast<size_t>(op.outputs[0])].floats;
-    for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(updated[i], w[i] - 0.1f * g[i]);
+    for (size_t i = 0; i < w.size(); ++i) {
+      EXPECT_EQ(updated[i], static_cast<float>(w[i]) - 0.1f * static_cast<float>(g[i]));  // in float, for f32
+    }
   }
 }
 

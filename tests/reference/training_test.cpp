@@ -11,6 +11,7 @@
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cpu/training_kernels.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/gradient_check.hpp"
 #include "tests/support/onnx_builder.hpp"
 
 namespace tpusim::reference {
@@ -19,7 +20,9 @@ namespace {
 using ir::OptimizerKind;
 using ir::TensorRole;
 
-using Feeds = std::map<std::string, ir::TensorValue>;
+using testing::expectGradientsMatch;
+using testing::Feeds;
+using testing::finiteDifferencesFor;
 
 // Random feeds for every tensor no op produces: labels cycle through `classes`, optimizer
 // state starts at zero (the step at 0).
@@ -33,7 +36,7 @@ Feeds randomFeeds(const ir::Graph& graph, int64_t classes, uint32_t seed) {
     if (t.role == TensorRole::kLabel && !ir::TensorValue::isFloating(t.dtype)) {
       for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i) % classes;
     } else if (t.role != TensorRole::kOptimizerState) {
-      for (float& v : value.floats) v = dist(rng);
+      for (double& v : value.floats) v = dist(rng);  // drawn as floats: exact in f32 and f64
     }
     feeds[t.name] = value;
   }
@@ -66,75 +69,76 @@ std::map<std::string, std::vector<double>> gradients(const ir::Graph& graph, con
   return grads;
 }
 
-// Compares every weight's gradient with central differences of the loss; returns the weights checked.
-int expectGradientsMatch(const ir::Graph& graph, const Feeds& feeds, double rate, float step = 1e-2f) {
-  int checked = 0;
-  for (const auto& [weight, grad] : gradients(graph, feeds, rate)) {
-    ++checked;
-    for (size_t i = 0; i < grad.size(); ++i) {
-      Feeds plus = feeds;
-      Feeds minus = feeds;
-      plus[weight].floats[i] += step;
-      minus[weight].floats[i] -= step;
-      const double numeric = (lossOf(graph, plus) - lossOf(graph, minus)) / (2.0 * step);
-      EXPECT_NEAR(grad[i], numeric, 2e-3 + 2e-2 * std::abs(numeric)) << weight << "[" << i << "]";
-    }
-  }
-  return checked;
-}
+class LossGradients : public ::testing::TestWithParam<DType> {};
 
-TEST(TrainingOps, MseGradientMatchesFiniteDifferences) {
+TEST_P(LossGradients, Mse) {
+  const DType dtype = GetParam();
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {3, 5}, DType::kF32, TensorRole::kInput);
-  const int h = g.matmul("mm", x, g.addWeight("w", {5, 4}, DType::kF32), false, false);
-  g.markOutput(g.add("bias", h, g.addWeight("b", {4}, DType::kF32)));
+  const int x = g.addInput("x", {3, 5}, dtype, TensorRole::kInput);
+  const int h = g.matmul("mm", x, g.addWeight("w", {5, 4}, dtype), false, false);
+  g.markOutput(g.add("bias", h, g.addWeight("b", {4}, dtype)));
   TrainingOptions options;
   options.learning_rate = 0.1;
   options.loss = LossKind::kMse;
   const ir::Graph graph = buildTrainingGraph(model, options);
   EXPECT_EQ(graph.tensor(tensorNamed(graph, "targets")).shape, (ir::Shape{3, 4}));
-  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 5), 0.1), 2);
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 5), 0.1, finiteDifferencesFor(dtype)), 2);
 }
+
+// The softmax cross-entropy tpusim adds, fused, over [N, C] logits.
+TEST_P(LossGradients, SoftmaxCrossEntropy) {
+  const DType dtype = GetParam();
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {5, 3}, dtype, TensorRole::kInput);
+  g.markOutput(g.matmul("mm", x, g.addWeight("w", {3, 4}, dtype), false, false));
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 4, 7), 0.1, finiteDifferencesFor(dtype)), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(InF64AndF32, LossGradients, testing::gradientDTypes(), testing::dtypeParamName);
 
 TEST(TrainingOps, MseClosedForm) {
   // x = (1, 2, 3, 4), t = (0, 2, 5, 4): (1 + 0 + 4 + 0) / 4 = 1.25; grad 2 (x - t) / 4.
-  const std::vector<float> x = {1, 2, 3, 4};
-  const std::vector<float> t = {0, 2, 5, 4};
-  EXPECT_FLOAT_EQ(mseLoss(x, t), 1.25f);
-  std::vector<float> grad(4);
+  const std::vector<double> x = {1, 2, 3, 4};
+  const std::vector<double> t = {0, 2, 5, 4};
+  EXPECT_EQ(mseLoss(x, t), 1.25);
+  std::vector<double> grad(4);
   mseLossGrad(x, t, grad);
-  EXPECT_EQ(grad, (std::vector<float>{0.5f, 0.0f, -1.0f, 0.0f}));
+  EXPECT_EQ(grad, (std::vector<double>{0.5, 0.0, -1.0, 0.0}));
 }
 
 // Scores -> LogSoftmax (or Softmax then Log) -> NllLoss, the model's own loss.
-ir::Graph nllModel(ir::Reduction reduction, bool class_weights, bool via_softmax) {
+ir::Graph nllModel(ir::Reduction reduction, bool class_weights, bool via_softmax, DType dtype) {
   ImportedModel model;
   ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {6, 5}, DType::kF32, TensorRole::kInput);
-  const int scores = g.matmul("mm", x, g.addWeight("w", {5, 4}, DType::kF32), false, false);
+  const int x = g.addInput("x", {6, 5}, dtype, TensorRole::kInput);
+  const int scores = g.matmul("mm", x, g.addWeight("w", {5, 4}, dtype), false, false);
   const int logp = via_softmax ? g.unary(ir::UnaryKind::kLog, "log", g.softmax("softmax", scores, 1, false))
                                : g.softmax("log_softmax", scores, 1, true);
   const int labels = g.addInput("labels", {6}, DType::kInt64, TensorRole::kLabel);
-  const int weights = class_weights ? g.addWeight("class_weights", {4}, DType::kF32) : -1;
+  const int weights = class_weights ? g.addWeight("class_weights", {4}, dtype) : -1;
   g.markOutput(g.nllLoss("nll", logp, labels, weights, reduction, 3));  // label 3 is ignored
   if (class_weights) g.freeze(weights);
   model.has_loss = true;
   return buildTrainingGraph(model, TrainingOptions{0.1});
 }
 
-class NllGradient : public ::testing::TestWithParam<std::tuple<bool, bool, bool>> {};
+class NllGradient : public ::testing::TestWithParam<std::tuple<bool, bool, bool, DType>> {};
 
 TEST_P(NllGradient, MatchesFiniteDifferences) {
-  const auto [mean, class_weights, via_softmax] = GetParam();
-  const ir::Graph graph = nllModel(mean ? ir::Reduction::kMean : ir::Reduction::kSum, class_weights, via_softmax);
+  const auto [mean, class_weights, via_softmax, dtype] = GetParam();
+  const ir::Graph graph =
+      nllModel(mean ? ir::Reduction::kMean : ir::Reduction::kSum, class_weights, via_softmax, dtype);
   Feeds feeds = randomFeeds(graph, 4, 9);
-  if (class_weights) feeds["class_weights"].floats = {0.5f, 2.0f, 1.0f, 1.5f};
-  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1), 1);
+  if (class_weights) feeds["class_weights"].floats = {0.5, 2.0, 1.0, 1.5};
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(MeanSumWeightsSoftmax, NllGradient,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool(), ::testing::Bool()));
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool(), ::testing::Bool(),
+                                            testing::gradientDTypes()));
 
 TEST(TrainingOps, WarmupIsLinearThenFlat) {
   ir::OptimizerConfig c;
@@ -149,10 +153,10 @@ TEST(TrainingOps, WarmupIsLinearThenFlat) {
 
 // One weight w[4] trained by mse(w, targets): the gradient is 2 (w - t) / 4. Runs `steps`
 // steps, feeding each step's updated weight and state into the next, and returns w.
-std::vector<double> trainSteps(const TrainingOptions& options, const std::vector<float>& w0,
-                               const std::vector<float>& targets, int steps) {
+std::vector<double> trainSteps(const TrainingOptions& options, DType dtype, const std::vector<double>& w0,
+                               const std::vector<double>& targets, int steps) {
   ImportedModel model;
-  const int w = model.graph.addWeight("w", {4}, DType::kF32);
+  const int w = model.graph.addWeight("w", {4}, dtype);
   model.graph.markOutput(model.graph.scale("identity", w, 1.0));
   const ir::Graph graph = buildTrainingGraph(model, options);
   Feeds feeds = randomFeeds(graph, 1, 1);
@@ -171,8 +175,8 @@ std::vector<double> trainSteps(const TrainingOptions& options, const std::vector
 }
 
 // The same steps in double, written from the optimizers' papers (docs/frontend.md).
-std::vector<double> referenceSteps(const TrainingOptions& options, const std::vector<float>& w0,
-                                   const std::vector<float>& targets, int steps) {
+std::vector<double> referenceSteps(const TrainingOptions& options, const std::vector<double>& w0,
+                                   const std::vector<double>& targets, int steps) {
   const ir::OptimizerConfig& c = options.optimizer;
   std::vector<double> w(w0.begin(), w0.end()), m(4, 0.0), v(4, 0.0);
   for (int s = 0; s < steps; ++s) {
@@ -247,13 +251,17 @@ TEST_P(Optimizer, MatchesTheClosedFormOverSixSteps) {
   options.optimizer.decoupled_weight_decay = p.decoupled;
   options.optimizer.warmup_steps = p.warmup;
   options.optimizer.epsilon = 1e-6;
-  const std::vector<float> w0 = {1.0f, -2.0f, 0.5f, 3.0f};
-  const std::vector<float> targets = {0.0f, 1.0f, 0.25f, -1.0f};
-  const std::vector<double> got = trainSteps(options, w0, targets, 6);
+  const std::vector<double> w0 = {1.0, -2.0, 0.5, 3.0};
+  const std::vector<double> targets = {0.0, 1.0, 0.25, -1.0};
   const std::vector<double> expected = referenceSteps(options, w0, targets, 6);
-  for (size_t i = 0; i < 4; ++i) {
-    EXPECT_NEAR(got[i], expected[i], 1e-5 * (1 + std::abs(expected[i]))) << p.name << " w[" << i << "]";
-    EXPECT_NE(got[i], w0[i]);  // it moved
+  // In f32 to float rounding; in f64 to the last bits of the same formulas in another order.
+  for (const auto& [dtype, tolerance] : {std::pair{DType::kF32, 1e-5}, std::pair{DType::kF64, 1e-12}}) {
+    const std::vector<double> got = trainSteps(options, dtype, w0, targets, 6);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(got[i], expected[i], tolerance * (1 + std::abs(expected[i])))
+          << p.name << " " << dtypeName(dtype) << " w[" << i << "]";
+      EXPECT_NE(got[i], w0[i]);  // it moved
+    }
   }
 }
 

@@ -34,16 +34,23 @@ class OnnxBuilder {
     }
     return *this;
   }
-  OnnxBuilder& weight(const std::string& name, std::vector<int64_t> dims) {
+  // Zeros, FLOAT or DOUBLE.
+  OnnxBuilder& weight(const std::string& name, std::vector<int64_t> dims, int32_t type = onnx::TensorProto::FLOAT) {
     auto* init = m_model.mutable_graph()->add_initializer();
     init->set_name(name);
-    init->set_data_type(onnx::TensorProto::FLOAT);
+    init->set_data_type(type);
     int64_t count = 1;
     for (int64_t dim : dims) {
       init->add_dims(dim);
       count *= dim;
     }
-    for (int64_t i = 0; i < count; ++i) init->add_float_data(0.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      if (type == onnx::TensorProto::DOUBLE) {
+        init->add_double_data(0.0);
+      } else {
+        init->add_float_data(0.0f);
+      }
+    }
     return *this;
   }
   onnx::NodeProto& node(const std::string& op, std::vector<std::string> inputs, const std::string& output) {

@@ -56,9 +56,10 @@ std::set<std::string> compileTimeInputs(const onnx::ModelProto& proto) {
   return names;
 }
 
-// Element types tpusim has (no double, string, int16, uint16, ...).
+// Element types tpusim has (no string, int16, uint16, ...).
 bool readableType(int32_t type) {
   switch (type) {
+    case onnx::TensorProto::DOUBLE:
     case onnx::TensorProto::FLOAT:
     case onnx::TensorProto::FLOAT16:
     case onnx::TensorProto::BFLOAT16:
@@ -278,7 +279,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
             << relabelled << " of them at an older opset whose op versions are opset " << kOldestOnnxOpset << "'s); "
             << passed << " passed; " << older_opset << " more use supported ops in versions older than opset "
             << kOldestOnnxOpset << "'s, not read; " << other_types
-            << " more use value types tpusim lacks (double, string, int16, sequences, ...), not read; " << refused
+            << " more use value types tpusim lacks (string, int16, sequences, ...), not read; " << refused
             << " refused by design (random training-mode Dropout, zero-size tensors), each checked to be an "
                "unsupported error; "
             << repaired << " run with a model attribute repaired to match its outputs (onnx/onnx#7749)\n";
