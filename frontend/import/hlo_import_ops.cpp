@@ -1,0 +1,519 @@
+// HLO opcodes to IR ops: elementwise math, data movement, reductions, dot,
+// convolution and all-reduce. Each checks what the IR builders do not
+// (HLO's elementwise ops need equal shapes, say); the result is then checked
+// against the instruction's declared shape by the caller.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "frontend/import/hlo_attributes.hpp"
+#include "frontend/import/hlo_importer.hpp"
+
+namespace tpusim::hlo_detail {
+
+namespace {
+
+using ir::OpType;
+using ir::Shape;
+using ir::UnaryKind;
+
+const std::map<std::string, OpType> kBinary = {
+    {"add", OpType::kAdd},    {"subtract", OpType::kSub},    {"multiply", OpType::kMul},
+    {"divide", OpType::kDiv}, {"maximum", OpType::kMaximum}, {"minimum", OpType::kMinimum},
+};
+
+const std::map<std::string, UnaryKind> kUnary = {
+    {"negate", UnaryKind::kNeg},       {"abs", UnaryKind::kAbs},   {"exponential", UnaryKind::kExp},
+    {"log", UnaryKind::kLog},          {"tanh", UnaryKind::kTanh}, {"sqrt", UnaryKind::kSqrt},
+    {"logistic", UnaryKind::kSigmoid}, {"erf", UnaryKind::kErf},
+};
+
+// HLO opcodes that tpusim does not import yet (anything else is not HLO at all).
+const std::set<std::string> kKnownUnsupported = {"add-dependency",
+                                                 "after-all",
+                                                 "all-gather",
+                                                 "all-gather-start",
+                                                 "all-gather-done",
+                                                 "all-reduce-start",
+                                                 "all-reduce-done",
+                                                 "all-to-all",
+                                                 "and",
+                                                 "async-start",
+                                                 "async-update",
+                                                 "async-done",
+                                                 "atan2",
+                                                 "batch-norm-grad",
+                                                 "batch-norm-inference",
+                                                 "batch-norm-training",
+                                                 "bitcast",
+                                                 "bitcast-convert",
+                                                 "cbrt",
+                                                 "ceil",
+                                                 "cholesky",
+                                                 "clz",
+                                                 "collective-broadcast",
+                                                 "collective-permute",
+                                                 "collective-permute-start",
+                                                 "collective-permute-done",
+                                                 "complex",
+                                                 "conditional",
+                                                 "copy-start",
+                                                 "copy-done",
+                                                 "cosine",
+                                                 "custom-call",
+                                                 "domain",
+                                                 "dynamic-reshape",
+                                                 "dynamic-slice",
+                                                 "dynamic-update-slice",
+                                                 "exponential-minus-one",
+                                                 "fft",
+                                                 "floor",
+                                                 "gather",
+                                                 "get-dimension-size",
+                                                 "imag",
+                                                 "infeed",
+                                                 "iota",
+                                                 "is-finite",
+                                                 "log-plus-one",
+                                                 "map",
+                                                 "not",
+                                                 "or",
+                                                 "outfeed",
+                                                 "pad",
+                                                 "partition-id",
+                                                 "popcnt",
+                                                 "real",
+                                                 "recv",
+                                                 "recv-done",
+                                                 "reduce-precision",
+                                                 "reduce-scatter",
+                                                 "reduce-window",
+                                                 "remainder",
+                                                 "replica-id",
+                                                 "reverse",
+                                                 "rng",
+                                                 "rng-bit-generator",
+                                                 "rng-get-and-update-state",
+                                                 "round-nearest-afz",
+                                                 "round-nearest-even",
+                                                 "scatter",
+                                                 "select-and-scatter",
+                                                 "send",
+                                                 "send-done",
+                                                 "set-dimension-size",
+                                                 "shift-left",
+                                                 "shift-right-arithmetic",
+                                                 "shift-right-logical",
+                                                 "sign",
+                                                 "sine",
+                                                 "sort",
+                                                 "stochastic-convert",
+                                                 "tan",
+                                                 "top-k",
+                                                 "triangular-solve",
+                                                 "tuple-select",
+                                                 "while",
+                                                 "xor",
+                                                 "topk"};
+
+bool isIdentity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
+int64_t product(const Shape& shape, const std::vector<int64_t>& dims) {
+  int64_t result = 1;
+  for (int64_t d : dims) result *= shape[static_cast<size_t>(d)];
+  return result;
+}
+
+}  // namespace
+
+std::vector<int64_t> Importer::intList(const HloInstruction& ins, const std::string& key, bool required) const {
+  const hlo::HloAttribute* attribute = ins.attribute(key);
+  if (attribute == nullptr) {
+    if (required) fail(ins, ErrorKind::kInvalidInput, "'" + ins.opcode + "' needs " + key + "={...}");
+    return {};
+  }
+  return hlo::readIntList(*attribute);
+}
+
+int Importer::permute(int x, const std::vector<int64_t>& perm, const std::string& name) {
+  if (isIdentity(perm)) return x;
+  return m_graph.transpose(name, x, perm);
+}
+
+int Importer::reshapeTo(int x, const Shape& shape, const std::string& name) {
+  if (shapeOf(x) == shape) return x;
+  return m_graph.reshape(name, x, shape);
+}
+
+Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, const std::string& name) {
+  const std::string& op = ins.opcode;
+  auto count = [&](size_t expected) {
+    if (x.size() != expected) {
+      fail(ins, ErrorKind::kInvalidInput,
+           "'" + op + "' takes " + std::to_string(expected) + " operands, got " + std::to_string(x.size()));
+    }
+  };
+  auto single = [](int tensor) { return Value{tensor, {}, false}; };
+  if (kBinary.count(op) || kUnary.count(op) || op == "power" || op == "rsqrt" || op == "compare" || op == "select" ||
+      op == "clamp") {
+    return single(elementwise(ins, x, name));
+  }
+  if (op == "broadcast") {
+    count(1);
+    return single(broadcast(ins, x[0], name));
+  }
+  if (op == "reshape") {
+    count(1);
+    return single(m_graph.reshape(name, x[0], Shape(ins.shape.dims.begin(), ins.shape.dims.end())));
+  }
+  if (op == "transpose") {
+    count(1);
+    return single(m_graph.transpose(name, x[0], intList(ins, "dimensions")));
+  }
+  if (op == "slice") {
+    count(1);
+    return single(slice(ins, x[0], name));
+  }
+  if (op == "concatenate") {
+    if (x.empty()) fail(ins, ErrorKind::kInvalidInput, "concatenate needs operands");
+    const std::vector<int64_t> dims = intList(ins, "dimensions");
+    if (dims.size() != 1) fail(ins, ErrorKind::kInvalidInput, "concatenate needs one dimension");
+    if (dims[0] < 0) fail(ins, ErrorKind::kInvalidInput, "concatenate's dimension must not be negative");
+    return single(m_graph.concat(name, x, dims[0]));
+  }
+  if (op == "reduce") return single(reduce(ins, x, name));
+  if (op == "dot") {
+    count(2);
+    return single(dot(ins, x[0], x[1], name));
+  }
+  if (op == "convolution") {
+    count(2);
+    return single(convolution(ins, x[0], x[1], name));
+  }
+  if (op == "all-reduce") return allReduce(ins, x, name);
+  if (kKnownUnsupported.count(op))
+    fail(ins, ErrorKind::kUnsupported,
+         "opcode '" + op + "' is not supported yet (supported: " + supportedHloOps() + ")");
+  fail(ins, ErrorKind::kInvalidInput, "unknown opcode '" + op + "'");
+}
+
+int Importer::elementwise(const HloInstruction& ins, const std::vector<int>& x, const std::string& name) {
+  const std::string& op = ins.opcode;
+  const size_t arity = kUnary.count(op) || op == "rsqrt" ? 1 : (op == "select" || op == "clamp") ? 3 : 2;
+  if (x.size() != arity) {
+    fail(ins, ErrorKind::kInvalidInput,
+         "'" + op + "' takes " + std::to_string(arity) + " operands, got " + std::to_string(x.size()));
+  }
+  // HLO does not broadcast implicitly: operands have equal shapes (select's predicate,
+  // clamp's bounds may be scalars).
+  const Shape& shape = op == "clamp" ? shapeOf(x[1]) : shapeOf(x.back());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const bool may_be_scalar = (op == "select" && i == 0) || (op == "clamp" && i != 1);
+    if (shapeOf(x[i]) == shape || (may_be_scalar && shapeOf(x[i]).empty())) continue;
+    std::string shapes;
+    for (size_t j = 0; j < x.size(); ++j) {
+      const ir::Tensor& t = m_graph.tensor(x[j]);
+      if (j > 0) shapes += " and ";
+      shapes += dtypeName(t.dtype);
+      shapes += ir::shapeToString(t.shape);
+    }
+    fail(ins, ErrorKind::kInvalidInput,
+         "the operands of '" + op + "' have shapes " + shapes + "; HLO needs them equal");
+  }
+  if (auto binary = kBinary.find(op); binary != kBinary.end()) return m_graph.binary(binary->second, name, x[0], x[1]);
+  if (auto unary = kUnary.find(op); unary != kUnary.end()) return m_graph.unary(unary->second, name, x[0]);
+  if (op == "rsqrt") {
+    return m_graph.unary(UnaryKind::kReciprocal, name, m_graph.unary(UnaryKind::kSqrt, name + ".sqrt", x[0]));
+  }
+  if (op == "power") {
+    if (m_graph.tensor(x[0]).dtype != m_graph.tensor(x[1]).dtype)
+      fail(ins, ErrorKind::kInvalidInput, "power's operands have different dtypes");
+    return m_graph.pow(name, x[0], x[1]);
+  }
+  if (op == "select") return m_graph.where(name, x[0], x[1], x[2]);
+  if (op == "clamp") {  // clamp(lo, x, hi) = min(max(x, lo), hi)
+    return m_graph.binary(OpType::kMinimum, name, m_graph.binary(OpType::kMaximum, name + ".lo", x[1], x[0]), x[2]);
+  }
+  const hlo::HloAttribute* direction = ins.attribute("direction");
+  if (direction == nullptr) fail(ins, ErrorKind::kInvalidInput, "compare needs direction=");
+  static const std::map<std::string, ir::CompareDirection> kDirections = {
+      {"EQ", ir::CompareDirection::kEq}, {"NE", ir::CompareDirection::kNe}, {"LT", ir::CompareDirection::kLt},
+      {"LE", ir::CompareDirection::kLe}, {"GT", ir::CompareDirection::kGt}, {"GE", ir::CompareDirection::kGe}};
+  const std::string text = hlo::readWord(*direction);
+  auto found = kDirections.find(text);
+  if (found == kDirections.end())
+    fail(ins, ErrorKind::kInvalidInput, "compare direction '" + text + "' is not EQ, NE, LT, LE, GT or GE");
+  return m_graph.compare(found->second, name, x[0], x[1]);
+}
+
+// broadcast: operand dimension i becomes output dimension dimensions[i]; the
+// others are new. As IR: order the mapped dimensions, put 1s where the new
+// ones go, then a numpy broadcast.
+int Importer::broadcast(const HloInstruction& ins, int x, const std::string& name) {
+  const Shape out(ins.shape.dims.begin(), ins.shape.dims.end());
+  std::vector<int64_t> dims = intList(ins, "dimensions");
+  const Shape& in = shapeOf(x);
+  if (dims.size() != in.size())
+    fail(
+        ins, ErrorKind::kInvalidInput,
+        "dimensions= maps " + std::to_string(dims.size()) + " of " + std::to_string(in.size()) + " operand dimensions");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(out.size()) || out[static_cast<size_t>(dims[i])] != in[i]) {
+      fail(ins, ErrorKind::kInvalidInput,
+           "operand dimension " + std::to_string(i) + " does not map onto " + ins.shape.toString());
+    }
+  }
+  std::vector<int64_t> perm(dims.size());
+  std::iota(perm.begin(), perm.end(), 0);
+  std::sort(perm.begin(), perm.end(),
+            [&](int64_t a, int64_t b) { return dims[static_cast<size_t>(a)] < dims[static_cast<size_t>(b)]; });
+  x = permute(x, perm, name + ".order");
+  Shape kept(out.size(), 1);
+  for (int64_t d : dims) kept[static_cast<size_t>(d)] = out[static_cast<size_t>(d)];
+  x = reshapeTo(x, kept, name + ".rank");
+  if (kept == out) return x;
+  return m_graph.broadcastTo(name, x, out, ir::TensorRole::kActivation);
+}
+
+int Importer::slice(const HloInstruction& ins, int x, const std::string& name) {
+  const hlo::HloAttribute* attribute = ins.attribute("slice");
+  if (attribute == nullptr) fail(ins, ErrorKind::kInvalidInput, "slice needs slice={[start:limit:stride], ...}");
+  const std::vector<hlo::SliceRange> ranges = hlo::readSlices(*attribute);
+  const Shape& in = shapeOf(x);
+  if (ranges.size() != in.size())
+    fail(ins, ErrorKind::kInvalidInput,
+         "slice gives " + std::to_string(ranges.size()) + " ranges for rank " + std::to_string(in.size()));
+  std::vector<int64_t> starts;
+  std::vector<int64_t> steps;
+  Shape out;
+  for (size_t d = 0; d < ranges.size(); ++d) {
+    const hlo::SliceRange& r = ranges[d];
+    if (r.stride < 1 || r.start < 0 || r.limit > in[d] || r.start > r.limit) {
+      fail(ins, ErrorKind::kInvalidInput,
+           "slice range [" + std::to_string(r.start) + ":" + std::to_string(r.limit) + ":" + std::to_string(r.stride) +
+               "] does not fit dimension " + std::to_string(d) + " of size " + std::to_string(in[d]));
+    }
+    starts.push_back(r.start);
+    steps.push_back(r.stride);
+    out.push_back((r.limit - r.start + r.stride - 1) / r.stride);
+  }
+  return m_graph.stridedSlice(name, x, starts, steps, out);
+}
+
+ir::Reduction Importer::reductionOf(const HloInstruction& ins, const std::string& key) const {
+  const HloComputation& region = called(ins, key);
+  const HloInstruction& root = region.instructions[static_cast<size_t>(region.root)];
+  std::vector<std::string> parameters;
+  for (const HloInstruction& i : region.instructions) {
+    if (i.opcode == "parameter") parameters.push_back(i.name);
+  }
+  std::vector<std::string> operands = root.operands;
+  std::sort(parameters.begin(), parameters.end());
+  std::sort(operands.begin(), operands.end());
+  if (parameters.size() == 2 && operands == parameters) {
+    if (root.opcode == "add") return ir::Reduction::kSum;
+    if (root.opcode == "maximum") return ir::Reduction::kMax;
+    if (root.opcode == "minimum") return ir::Reduction::kMin;
+  }
+  fail(ins, ErrorKind::kUnsupported,
+       key + "=" + region.name + " is not a single add, maximum or minimum of its two parameters");
+}
+
+int Importer::reduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name) {
+  if (x.size() != 2) {
+    fail(ins, x.size() % 2 == 0 && !x.empty() ? ErrorKind::kUnsupported : ErrorKind::kInvalidInput,
+         "reduce of " + std::to_string(x.size() / 2) + " operands (a variadic reduce) is not supported yet");
+  }
+  const ir::Reduction reduction = reductionOf(ins, "to_apply");
+  const int init = x[1];
+  if (!shapeOf(init).empty()) fail(ins, ErrorKind::kInvalidInput, "reduce's init value must be a scalar");
+  const std::vector<int64_t> dims = intList(ins, "dimensions");
+  int result = x[0];
+  if (!dims.empty()) {
+    result = m_graph.reduce(name + (reduction == ir::Reduction::kSum ? ".sum" : ".fold"), x[0], reduction, dims, false);
+  }
+  // The init value joins the fold unless it is the reduction's identity.
+  auto constant = m_constants.find(init);
+  if (constant != m_constants.end() && ir::TensorValue::isFloating(constant->second.dtype) && !dims.empty()) {
+    const float v = constant->second.floats[0];
+    const bool identity = (reduction == ir::Reduction::kSum && v == 0.0f) ||
+                          (reduction == ir::Reduction::kMax && std::isinf(v) && v < 0) ||
+                          (reduction == ir::Reduction::kMin && std::isinf(v) && v > 0);
+    if (identity) return result;
+  }
+  const OpType combine = reduction == ir::Reduction::kSum   ? OpType::kAdd
+                         : reduction == ir::Reduction::kMax ? OpType::kMaximum
+                                                            : OpType::kMinimum;
+  return m_graph.binary(combine, name, result, init);
+}
+
+// dot: out = [batch..., lhs free..., rhs free...]. As IR: lhs to [batch..., M, K] and
+// rhs to [batch..., K, N] (a transpose flag where the operand is laid out the other way,
+// else a Transpose), one batched MatMul, and a reshape to the free dimensions.
+int Importer::dot(const HloInstruction& ins, int lhs, int rhs, const std::string& name) {
+  const std::vector<int64_t> lb = intList(ins, "lhs_batch_dims", false);
+  const std::vector<int64_t> rb = intList(ins, "rhs_batch_dims", false);
+  const std::vector<int64_t> lc = intList(ins, "lhs_contracting_dims", false);
+  const std::vector<int64_t> rc = intList(ins, "rhs_contracting_dims", false);
+  const Shape ls = shapeOf(lhs);
+  const Shape rs = shapeOf(rhs);
+  auto check = [&](const std::vector<int64_t>& dims, const Shape& shape, const char* what) {
+    for (int64_t d : dims) {
+      if (d < 0 || d >= static_cast<int64_t>(shape.size()))
+        fail(ins, ErrorKind::kInvalidInput, std::string(what) + " dimension " + std::to_string(d) + " is out of range");
+    }
+  };
+  check(lb, ls, "lhs batch");
+  check(lc, ls, "lhs contracting");
+  check(rb, rs, "rhs batch");
+  check(rc, rs, "rhs contracting");
+  if (lb.size() != rb.size() || lc.size() != rc.size())
+    fail(ins, ErrorKind::kInvalidInput, "lhs and rhs name different numbers of batch or contracting dimensions");
+  for (size_t i = 0; i < lb.size(); ++i) {
+    if (ls[static_cast<size_t>(lb[i])] != rs[static_cast<size_t>(rb[i])])
+      fail(ins, ErrorKind::kInvalidInput, "batch dimensions differ in size");
+  }
+  for (size_t i = 0; i < lc.size(); ++i) {
+    if (ls[static_cast<size_t>(lc[i])] != rs[static_cast<size_t>(rc[i])])
+      fail(ins, ErrorKind::kInvalidInput, "contracting dimensions differ in size");
+  }
+  auto freeDims = [](const Shape& shape, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+    std::vector<int64_t> free;
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
+          std::find(contract.begin(), contract.end(), d) == contract.end())
+        free.push_back(d);
+    }
+    return free;
+  };
+  const std::vector<int64_t> lf = freeDims(ls, lb, lc);
+  const std::vector<int64_t> rf = freeDims(rs, rb, rc);
+  auto concat = [](std::vector<int64_t> a, const std::vector<int64_t>& b, const std::vector<int64_t>& c) {
+    a.insert(a.end(), b.begin(), b.end());
+    a.insert(a.end(), c.begin(), c.end());
+    return a;
+  };
+  Shape batch;
+  for (int64_t d : lb) batch.push_back(ls[static_cast<size_t>(d)]);
+  const int64_t m = product(ls, lf);
+  const int64_t k = product(ls, lc);
+  const int64_t n = product(rs, rf);
+  // Each operand as [batch..., rows, cols], using the transpose flag when its natural order is reversed.
+  auto prepare = [&](int x, const Shape& shape, const std::vector<int64_t>& b, const std::vector<int64_t>& first,
+                     const std::vector<int64_t>& second, int64_t rows, int64_t cols, const std::string& part,
+                     bool& transposed) {
+    transposed = false;
+    std::vector<int64_t> perm = concat(b, first, second);
+    if (!isIdentity(perm) && isIdentity(concat(b, second, first))) {
+      transposed = true;
+      perm = concat(b, second, first);
+      std::swap(rows, cols);
+    }
+    int out = permute(x, perm, name + "." + part + "_t");
+    Shape target = batch;
+    target.push_back(rows);
+    target.push_back(cols);
+    (void)shape;
+    return reshapeTo(out, target, name + "." + part + "_2d");
+  };
+  bool ta = false;
+  bool tb = false;
+  const int a = prepare(lhs, ls, lb, lf, lc, m, k, "lhs", ta);
+  const int b = prepare(rhs, rs, rb, rc, rf, k, n, "rhs", tb);
+  const int product_tensor = m_graph.matmul(name + ".matmul", a, b, ta, tb);
+  Shape out = batch;
+  for (int64_t d : lf) out.push_back(ls[static_cast<size_t>(d)]);
+  for (int64_t d : rf) out.push_back(rs[static_cast<size_t>(d)]);
+  if (shapeOf(product_tensor) == out) return product_tensor;
+  return m_graph.reshape(name, product_tensor, out);
+}
+
+// convolution: dim_labels say where batch (b), features (f; kernel i, o) and the
+// spatial dimensions (0, 1) are. As IR: transposes to NCHW and OIHW, a 2-D Conv,
+// and a transpose to the output's labels.
+int Importer::convolution(const HloInstruction& ins, int lhs, int rhs, const std::string& name) {
+  const hlo::HloAttribute* labels_attribute = ins.attribute("dim_labels");
+  if (labels_attribute == nullptr) fail(ins, ErrorKind::kInvalidInput, "convolution needs dim_labels=");
+  const hlo::DimLabels labels = hlo::readDimLabels(*labels_attribute);
+  const size_t rank = shapeOf(lhs).size();
+  if (labels.input.size() != rank || labels.kernel.size() != shapeOf(rhs).size() || labels.output.size() != rank)
+    fail(ins, ErrorKind::kInvalidInput, "dim_labels do not match the operands' ranks");
+  if (rank != 4) {
+    fail(ins, ErrorKind::kUnsupported,
+         "only 2-D convolutions are supported yet, this one has " + std::to_string(rank - 2) + " spatial dimensions");
+  }
+  // The position of each label in a label string, in the order `wanted` gives.
+  auto positions = [&](const std::string& text, const std::string& wanted) {
+    std::vector<int64_t> perm;
+    for (char c : wanted) {
+      const size_t at = text.find(c);
+      if (at == std::string::npos || text.find(c, at + 1) != std::string::npos)
+        fail(ins, ErrorKind::kInvalidInput, "dim_labels '" + text + "' need each of '" + wanted + "' once");
+      perm.push_back(static_cast<int64_t>(at));
+    }
+    return perm;
+  };
+  const int x = permute(lhs, positions(labels.input, "bf01"), name + ".to_nchw");
+  const int w = permute(rhs, positions(labels.kernel, "oi01"), name + ".to_oihw");
+  hlo::Window window;
+  if (const hlo::HloAttribute* attribute = ins.attribute("window")) {
+    window = hlo::readWindow(*attribute, 2);
+  } else {
+    window = hlo::readWindow(hlo::HloAttribute{"window", {}, {}}, 2);
+  }
+  if (!ins.attribute("window")) window.size = {shapeOf(w)[2], shapeOf(w)[3]};
+  for (size_t d = 0; d < 2; ++d) {
+    if (window.size[d] != shapeOf(w)[2 + d])
+      fail(ins, ErrorKind::kInvalidInput, "window size does not match the kernel's spatial dimensions");
+    if (window.lhs_dilate[d] != 1)
+      fail(ins, ErrorKind::kUnsupported, "lhs_dilate (a transposed convolution) is not supported yet");
+    if (window.pad_low[d] < 0 || window.pad_high[d] < 0)
+      fail(ins, ErrorKind::kUnsupported, "negative padding is not supported yet");
+  }
+  if (window.reversal) fail(ins, ErrorKind::kUnsupported, "window reversal is not supported yet");
+  if (const hlo::HloAttribute* groups = ins.attribute("batch_group_count"); groups && hlo::readInt(*groups) != 1)
+    fail(ins, ErrorKind::kUnsupported, "batch_group_count other than 1 is not supported yet");
+  ir::ConvGeometry geometry;
+  geometry.strides = window.stride;
+  geometry.pads = {window.pad_low[0], window.pad_low[1], window.pad_high[0], window.pad_high[1]};
+  geometry.dilations = window.rhs_dilate;
+  if (const hlo::HloAttribute* groups = ins.attribute("feature_group_count")) geometry.group = hlo::readInt(*groups);
+  const int y = m_graph.conv(name + ".conv", x, w, geometry);
+  // Output dimension j holds label output[j]; in NCHW that is b 0, f 1, spatial d at 2 + d.
+  std::vector<int64_t> perm;
+  const std::string nchw = "bf01";
+  for (char c : labels.output) {
+    const size_t at = nchw.find(c);
+    if (at == std::string::npos) fail(ins, ErrorKind::kInvalidInput, "output dim_labels '" + labels.output + "'");
+    perm.push_back(static_cast<int64_t>(at));
+  }
+  positions(labels.output, "bf01");  // each label once
+  if (isIdentity(perm)) return y;
+  return m_graph.transpose(name, y, perm);
+}
+
+Value Importer::allReduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name) {
+  if (x.empty()) fail(ins, ErrorKind::kInvalidInput, "all-reduce needs operands");
+  const ir::Reduction reduction = reductionOf(ins, "to_apply");
+  int64_t replicas = 1;
+  if (const hlo::HloAttribute* groups = ins.attribute("replica_groups")) replicas = hlo::readReplicaGroupSize(*groups);
+  if (replicas > 1) {
+    fail(ins, ErrorKind::kUnsupported,
+         "unsupported: all-reduce across " + std::to_string(replicas) +
+             " replicas needs the interconnect model (not built yet)");
+  }
+  if (x.size() == 1) return {m_graph.allReduce(name, x[0], reduction, replicas), {}, false};
+  Value value;
+  value.is_tuple = true;
+  for (size_t i = 0; i < x.size(); ++i) {
+    value.elements.push_back({m_graph.allReduce(name + "." + std::to_string(i), x[i], reduction, replicas), {}, false});
+  }
+  return value;
+}
+
+}  // namespace tpusim::hlo_detail

@@ -1,0 +1,102 @@
+"""HLO modules (tests/hlo/) on the CPU reference executor against numpy: a
+hand-written MLP training step, convolutions in three layouts, batched dots,
+and slice/concatenate/compare/select/reduce-max."""
+import pathlib
+
+import numpy as np
+import pytest
+
+import tpusim
+
+HLO = pathlib.Path(__file__).resolve().parents[1] / "hlo"
+
+
+def numpy_conv_nchw(x, w, strides, pads, dilations, group):
+    """x [N, C, H, W], w [O, C/group, KH, KW], pads (top, left, bottom, right)."""
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (xp.shape[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (xp.shape[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, m, oh, ow))
+    per_group = m // group
+    for o in range(m):
+        first = (o // per_group) * cg
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, first:first + cg,
+                           i * strides[0]:i * strides[0] + dilations[0] * (kh - 1) + 1:dilations[0],
+                           j * strides[1]:j * strides[1] + dilations[1] * (kw - 1) + 1:dilations[1]]
+                y[:, o, i, j] = np.tensordot(patch, w[o], axes=([1, 2, 3], [0, 1, 2]))
+    return y
+
+
+def test_mlp_train_step_matches_numpy():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    y = np.eye(4, dtype=np.float32)[rng.integers(0, 4, 8)]
+    w1 = (rng.standard_normal((16, 32)) * 0.3).astype(np.float32)
+    b1 = (rng.standard_normal(32) * 0.1).astype(np.float32)
+    w2 = (rng.standard_normal((32, 4)) * 0.3).astype(np.float32)
+    b2 = (rng.standard_normal(4) * 0.1).astype(np.float32)
+    feeds = {"Arg_0.1": x, "Arg_1.2": y, "Arg_2.3": w1, "Arg_3.4": b1, "Arg_4.5": w2, "Arg_5.6": b2}
+    out = tpusim.reference(str(HLO / "mlp_train_step.hlo"), feeds)
+
+    # The same step in float64 numpy: forward, softmax cross-entropy, backward, SGD at 0.1.
+    z1 = x @ w1 + b1
+    a1 = np.maximum(z1, 0)
+    z2 = a1 @ w2 + b2
+    s = z2 - z2.max(axis=1, keepdims=True)
+    logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+    loss = -(y * logp).sum() / 8
+    dz2 = (np.exp(logp) - y) / 8
+    dw2 = a1.T @ dz2
+    dz1 = (dz2 @ w2.T) * (z1 > 0)
+    dw1 = x.T @ dz1
+    np.testing.assert_allclose(out["multiply.42"], loss, rtol=1e-5)
+    np.testing.assert_allclose(out["subtract.63"], w1 - 0.1 * dw1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["subtract.66"], b1 - 0.1 * dz1.sum(axis=0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["subtract.69"], w2 - 0.1 * dw2, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["subtract.72"], b2 - 0.1 * dz2.sum(axis=0), rtol=1e-5, atol=1e-6)
+
+
+def test_convolutions_in_three_layouts_match_numpy():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 9, 9, 3)).astype(np.float32)   # NHWC
+    k1 = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)  # HWIO
+    k2 = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)  # OIHW, 2 groups
+    k3 = rng.standard_normal((5, 2, 2, 3)).astype(np.float32)  # O, H, W, I
+    out = tpusim.reference(str(HLO / "conv_layouts.hlo"), {"Arg_0.1": x, "Arg_1.2": k1, "Arg_2.3": k2, "Arg_3.4": k3})
+    x_nchw = x.transpose(0, 3, 1, 2)
+    c1 = numpy_conv_nchw(x_nchw, k1.transpose(3, 2, 0, 1), (2, 2), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(out["convolution.5"], c1.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    c2 = numpy_conv_nchw(c1, k2, (1, 1), (0, 0, 1, 1), (1, 1), 2)
+    np.testing.assert_allclose(out["convolution.7"], c2, rtol=1e-4, atol=1e-4)
+    c3 = numpy_conv_nchw(x_nchw, k3.transpose(0, 3, 1, 2), (1, 1), (0, 0, 0, 0), (2, 2), 1)
+    np.testing.assert_allclose(out["convolution.8"], c3, rtol=1e-4, atol=1e-4)
+
+
+def test_batched_dots_match_einsum():
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    b = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    c = rng.standard_normal((2, 5, 3)).astype(np.float32)
+    d = rng.standard_normal((3, 7, 5)).astype(np.float32)
+    out = tpusim.reference(str(HLO / "batched_dot.hlo"), {"Arg_0.1": a, "Arg_1.2": b, "Arg_2.4": c, "Arg_3.5": d})
+    np.testing.assert_allclose(out["dot.3"], np.einsum("bmk,bkn->bmn", a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["dot.6"], np.einsum("mkb,bnk->bmn", c, d), rtol=1e-5, atol=1e-5)
+
+
+def test_slice_concat_select_and_reductions_match_numpy():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8) / 10 - 1.2
+    i = np.array([-3, 0, 2, 7], dtype=np.int64)
+    out = tpusim.reference(str(HLO / "slice_select.hlo"), {"x": x, "i": i.astype(np.int32)})
+    s1 = x[0:4, 1:8:2]
+    c2 = np.concatenate([s1, x[1:3, 0:4], np.arange(1, 9, dtype=np.float32).reshape(2, 4)])
+    np.testing.assert_array_equal(out["c2"], c2)
+    sel = np.where(c2 > 0.5, c2, 0.5)
+    np.testing.assert_allclose(out["ar"], 2 / np.sqrt(sel.max(axis=1)), rtol=1e-6)
+    np.testing.assert_array_equal(out["inc"], i + 1)
+    np.testing.assert_array_equal(out["ge"], (i + 1 >= 1).astype(np.int64))
+    np.testing.assert_array_equal(out["rmin"], x.min(axis=0))
+    np.testing.assert_array_equal(out["clamped"], np.clip(s1, -1, 1))
