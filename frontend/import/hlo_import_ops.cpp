@@ -187,8 +187,17 @@ Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, c
     return single(m_graph.concat(name, x, dims[0]));
   }
   if (op == "reduce") return single(reduce(ins, x, name));
-  if (op == "dot") {
+  if (op == "dot" || op == "convolution") {
     count(2);
+    const DType result = dtypeOf(ins, ins.shape);
+    const DType operand = m_graph.tensor(x[0]).dtype;
+    if (!ins.shape.is_tuple && result != operand) {
+      fail(ins, ErrorKind::kUnsupported,
+           std::string("a ") + op + " with " + dtypeName(operand) + " operands and a " + dtypeName(result) +
+               " result (mixed precision) needs a convert between dtypes, which is not supported yet");
+    }
+  }
+  if (op == "dot") {
     return single(dot(ins, x[0], x[1], name));
   }
   if (op == "convolution") {

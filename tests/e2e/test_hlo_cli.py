@@ -129,3 +129,12 @@ def test_hlo_txt_extension_and_header_detection(tpusim_bin, tmp_path):
         path.write_text(text)
         result = run(tpusim_bin, "run", str(path), "--out", str(tmp_path / (name + ".out")))
         assert result.returncode == 0, result.stderr
+
+
+def test_mixed_precision_dot_is_unsupported(tpusim_bin, tmp_path):
+    path = tmp_path / "bf16_dot.hlo"
+    path.write_text("HloModule m\nENTRY e {\n  a = bf16[2,3] parameter(0)\n  b = bf16[3,4] parameter(1)\n"
+                    "  ROOT d = f32[2,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n")
+    result = run(tpusim_bin, "run", str(path))
+    assert result.returncode == 4
+    assert "instruction 'd'" in result.stderr and "mixed precision" in result.stderr
