@@ -117,41 +117,55 @@ std::vector<const HloInstruction*> Importer::order(const HloComputation& computa
     sorted.push_back(parameters[i]);
     state[index[parameters[i]->name]] = 2;
   }
-  // Depth-first from the ROOT, with an explicit stack: (instruction, next operand).
-  std::vector<std::pair<size_t, size_t>> stack = {{static_cast<size_t>(computation.root), 0}};
-  if (state[static_cast<size_t>(computation.root)] == 2) stack.clear();
-  if (!stack.empty()) state[static_cast<size_t>(computation.root)] = 1;
-  while (!stack.empty()) {
-    auto& [at, next] = stack.back();
-    const HloInstruction& ins = computation.instructions[at];
-    if (next == ins.operands.size()) {
-      state[at] = 2;
-      sorted.push_back(&ins);
-      stack.pop_back();
-      continue;
-    }
-    const size_t operand_at = next++;
-    const std::string& operand = ins.operands[operand_at];
-    auto found = index.find(operand);
-    if (found == index.end()) {
-      const hlo::Location& loc = ins.operand_where[operand_at];
-      throw Error(ErrorKind::kInvalidInput, m_module.file + ":" + std::to_string(loc.line) + ":" +
-                                                std::to_string(loc.column) + ": instruction '" + ins.name +
-                                                "': operand '" + operand + "' is not defined in computation '" +
-                                                computation.name + "'");
-    }
-    if (state[found->second] == 1) {
-      std::string path = operand;
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        path = computation.instructions[it->first].name + " -> " + path;
-        if (computation.instructions[it->first].name == operand) break;
+  // Depth-first, with an explicit stack of (instruction, next operand): from the ROOT
+  // first, then from every other instruction, so that undefined operands and cycles
+  // are errors anywhere. Only what the ROOT needs is imported.
+  std::vector<const HloInstruction*> post;
+  auto visit = [&](size_t start) {
+    if (state[start] != 0) return;
+    state[start] = 1;
+    std::vector<std::pair<size_t, size_t>> stack = {{start, 0}};
+    while (!stack.empty()) {
+      auto& [at, next] = stack.back();
+      const HloInstruction& ins = computation.instructions[at];
+      if (next == ins.operands.size()) {
+        state[at] = 2;
+        post.push_back(&ins);
+        stack.pop_back();
+        continue;
       }
-      fail(ins, ErrorKind::kInvalidInput, "instructions form a cycle: " + path);
+      const size_t operand_at = next++;
+      const std::string& operand = ins.operands[operand_at];
+      auto found = index.find(operand);
+      if (found == index.end()) {
+        const hlo::Location& loc = ins.operand_where[operand_at];
+        throw Error(ErrorKind::kInvalidInput, m_module.file + ":" + std::to_string(loc.line) + ":" +
+                                                  std::to_string(loc.column) + ": instruction '" + ins.name +
+                                                  "': operand '" + operand + "' is not defined in computation '" +
+                                                  computation.name + "'");
+      }
+      if (state[found->second] == 1) {
+        std::string path = operand;
+        for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
+          path = computation.instructions[it->first].name + " -> " + path;
+          if (computation.instructions[it->first].name == operand) break;
+        }
+        fail(ins, ErrorKind::kInvalidInput, "instructions form a cycle: " + path);
+      }
+      if (state[found->second] == 0) {
+        state[found->second] = 1;
+        stack.push_back({found->second, 0});
+      }
     }
-    if (state[found->second] == 0) {
-      state[found->second] = 1;
-      stack.push_back({found->second, 0});
-    }
+  };
+  visit(static_cast<size_t>(computation.root));
+  const size_t needed = post.size();
+  for (size_t i = 0; i < computation.instructions.size(); ++i) visit(i);
+  sorted.insert(sorted.end(), post.begin(), post.begin() + static_cast<std::ptrdiff_t>(needed));
+  for (size_t i = needed; i < post.size(); ++i) {
+    if (!isKnownHloOpcode(post[i]->opcode))
+      fail(*post[i], ErrorKind::kInvalidInput, "unknown opcode '" + post[i]->opcode + "'");
+    spdlog::debug("{}: not needed by the ROOT, not imported", where(*post[i]));
   }
   return sorted;
 }

@@ -131,6 +131,22 @@ int64_t product(const Shape& shape, const std::vector<int64_t>& dims) {
 
 }  // namespace
 
+bool isKnownHloOpcode(const std::string& opcode) {
+  static const std::set<std::string> kStructural = {"parameter",   "constant",
+                                                    "tuple",       "get-tuple-element",
+                                                    "copy",        "optimization-barrier",
+                                                    "fusion",      "call",
+                                                    "convert",     "power",
+                                                    "rsqrt",       "compare",
+                                                    "select",      "clamp",
+                                                    "broadcast",   "reshape",
+                                                    "transpose",   "slice",
+                                                    "concatenate", "reduce",
+                                                    "dot",         "convolution",
+                                                    "all-reduce"};
+  return kStructural.count(opcode) || kBinary.count(opcode) || kUnary.count(opcode) || kKnownUnsupported.count(opcode);
+}
+
 std::vector<int64_t> Importer::intList(const HloInstruction& ins, const std::string& key, bool required) const {
   const hlo::HloAttribute* attribute = ins.attribute(key);
   if (attribute == nullptr) {

@@ -27,6 +27,9 @@ struct Value {
   bool is_tuple = false;
 };
 
+// An opcode of HLO, imported or not (for instructions the ROOT does not need).
+bool isKnownHloOpcode(const std::string& opcode);
+
 class Importer {
  public:
   explicit Importer(const HloModule& module) : m_module(module) {}

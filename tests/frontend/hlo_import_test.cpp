@@ -154,6 +154,23 @@ TEST(HloImport, ErrorsNameFileLineColumnAndInstruction) {
   EXPECT_NE(std::string(region.what()).find("to_apply=mul is not a single add, maximum or minimum"), std::string::npos);
 }
 
+TEST(HloImport, DeadInstructionsAreCheckedButNotImported) {
+  const ImportedModel model = importHloText(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  unused = f32[2] exponential(p)\n"
+      "  ROOT n = f32[2] negate(p)\n}\n",
+      "d.hlo");
+  EXPECT_EQ(model.graph.ops().size(), 1u);
+  const Error unknown = importError(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  unused = f32[2] exponentail(p)\n"
+      "  ROOT n = f32[2] negate(p)\n}\n");
+  EXPECT_STREQ(unknown.what(), "t.hlo:4:3: instruction 'unused': unknown opcode 'exponentail'");
+  const Error undefined = importError(
+      "HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  unused = f32[2] exponential(q)\n"
+      "  ROOT n = f32[2] negate(p)\n}\n");
+  EXPECT_EQ(undefined.kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(std::string(undefined.what()).find("operand 'q' is not defined"), std::string::npos);
+}
+
 TEST(HloImport, SessionRunsModulesAsWritten) {
   RunRequest request;
   request.model_path = kHloDir + "mlp_train_step.hlo";
