@@ -119,6 +119,7 @@ Window readWindow(const HloAttribute& attribute, size_t rank) {
   window.pad_high.assign(rank, 0);
   window.lhs_dilate.assign(rank, 1);
   window.rhs_dilate.assign(rank, 1);
+  window.reversal.assign(rank, 0);
   const std::vector<Token>& v = attribute.value;
   if (v.size() < 2 || !isPunct(v.front(), "{") || !isPunct(v.back(), "}")) bad(attribute, form);
   for (size_t i = 1; i + 1 < v.size(); i += 3) {
@@ -150,7 +151,7 @@ Window readWindow(const HloAttribute& attribute, size_t rank) {
     } else if (key == "rhs_dilate") {
       window.rhs_dilate = values;
     } else if (key == "rhs_reversal" || key == "window_reversal") {
-      for (int64_t value : values) window.reversal = window.reversal || value != 0;
+      window.reversal = values;
     } else {
       bad(attribute, "window fields size, stride, pad, lhs_dilate, rhs_dilate (not '" + key + "')");
     }

@@ -35,7 +35,7 @@ struct Window {
   std::vector<int64_t> pad_high;
   std::vector<int64_t> lhs_dilate;
   std::vector<int64_t> rhs_dilate;
-  bool reversal = false;  // any window_reversal=1
+  std::vector<int64_t> reversal;  // rhs_reversal=1x0: 1 where the kernel is flipped
 };
 Window readWindow(const HloAttribute& attribute, size_t rank);
 

@@ -1,5 +1,5 @@
-// HLO opcodes to IR ops: elementwise math, data movement, reductions, dot,
-// convolution and all-reduce. Each checks what the IR builders do not
+// HLO opcodes to IR ops: elementwise math, data movement, reductions and
+// all-reduce (dot and convolution are in hlo_import_dot_conv.cpp). Each checks what the IR builders do not
 // (HLO's elementwise ops need equal shapes, say); the result is then checked
 // against the instruction's declared shape by the caller.
 #include <algorithm>
@@ -90,7 +90,6 @@ const std::set<std::string> kKnownUnsupported = {"add-dependency",
                                                  "reduce-window",
                                                  "remainder",
                                                  "replica-id",
-                                                 "reverse",
                                                  "rng",
                                                  "rng-bit-generator",
                                                  "rng-get-and-update-state",
@@ -116,33 +115,32 @@ const std::set<std::string> kKnownUnsupported = {"add-dependency",
                                                  "xor",
                                                  "topk"};
 
-bool isIdentity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i) {
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
-int64_t product(const Shape& shape, const std::vector<int64_t>& dims) {
-  int64_t result = 1;
-  for (int64_t d : dims) result *= shape[static_cast<size_t>(d)];
-  return result;
-}
-
 }  // namespace
 
 bool isKnownHloOpcode(const std::string& opcode) {
-  static const std::set<std::string> kStructural = {"parameter",   "constant",
-                                                    "tuple",       "get-tuple-element",
-                                                    "copy",        "optimization-barrier",
-                                                    "fusion",      "call",
-                                                    "convert",     "power",
-                                                    "rsqrt",       "compare",
-                                                    "select",      "clamp",
-                                                    "broadcast",   "reshape",
-                                                    "transpose",   "slice",
-                                                    "concatenate", "reduce",
-                                                    "dot",         "convolution",
+  static const std::set<std::string> kStructural = {"parameter",
+                                                    "constant",
+                                                    "reverse",
+                                                    "tuple",
+                                                    "get-tuple-element",
+                                                    "copy",
+                                                    "optimization-barrier",
+                                                    "fusion",
+                                                    "call",
+                                                    "convert",
+                                                    "power",
+                                                    "rsqrt",
+                                                    "compare",
+                                                    "select",
+                                                    "clamp",
+                                                    "broadcast",
+                                                    "reshape",
+                                                    "transpose",
+                                                    "slice",
+                                                    "concatenate",
+                                                    "reduce",
+                                                    "dot",
+                                                    "convolution",
                                                     "all-reduce"};
   return kStructural.count(opcode) || kBinary.count(opcode) || kUnary.count(opcode) || kKnownUnsupported.count(opcode);
 }
@@ -157,7 +155,7 @@ std::vector<int64_t> Importer::intList(const HloInstruction& ins, const std::str
 }
 
 int Importer::permute(int x, const std::vector<int64_t>& perm, const std::string& name) {
-  if (isIdentity(perm)) return x;
+  if (isIdentityPermutation(perm)) return x;
   return m_graph.transpose(name, x, perm);
 }
 
@@ -194,6 +192,10 @@ Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, c
   if (op == "slice") {
     count(1);
     return single(slice(ins, x[0], name));
+  }
+  if (op == "reverse") {
+    count(1);
+    return single(reverse(x[0], intList(ins, "dimensions"), name));
   }
   if (op == "concatenate") {
     if (x.empty()) fail(ins, ErrorKind::kInvalidInput, "concatenate needs operands");
@@ -330,6 +332,19 @@ int Importer::slice(const HloInstruction& ins, int x, const std::string& name) {
   return m_graph.stridedSlice(name, x, starts, steps, out);
 }
 
+int Importer::reverse(int x, const std::vector<int64_t>& dims, const std::string& name) {
+  const Shape& shape = shapeOf(x);
+  std::vector<int64_t> starts(shape.size(), 0);
+  std::vector<int64_t> steps(shape.size(), 1);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= static_cast<int64_t>(shape.size()))
+      throw Error(ErrorKind::kInvalidInput, "reverse dimension " + std::to_string(d) + " is out of range");
+    starts[static_cast<size_t>(d)] = std::max<int64_t>(0, shape[static_cast<size_t>(d)] - 1);
+    steps[static_cast<size_t>(d)] = -1;
+  }
+  return m_graph.stridedSlice(name, x, starts, steps, shape);
+}
+
 ir::Reduction Importer::reductionOf(const HloInstruction& ins, const std::string& key) const {
   const HloComputation& region = called(ins, key);
   const HloInstruction& root = region.instructions[static_cast<size_t>(region.root)];
@@ -375,151 +390,6 @@ int Importer::reduce(const HloInstruction& ins, const std::vector<int>& x, const
                          : reduction == ir::Reduction::kMax ? OpType::kMaximum
                                                             : OpType::kMinimum;
   return m_graph.binary(combine, name, result, init);
-}
-
-// dot: out = [batch..., lhs free..., rhs free...]. As IR: lhs to [batch..., M, K] and
-// rhs to [batch..., K, N] (a transpose flag where the operand is laid out the other way,
-// else a Transpose), one batched MatMul, and a reshape to the free dimensions.
-int Importer::dot(const HloInstruction& ins, int lhs, int rhs, const std::string& name) {
-  const std::vector<int64_t> lb = intList(ins, "lhs_batch_dims", false);
-  const std::vector<int64_t> rb = intList(ins, "rhs_batch_dims", false);
-  const std::vector<int64_t> lc = intList(ins, "lhs_contracting_dims", false);
-  const std::vector<int64_t> rc = intList(ins, "rhs_contracting_dims", false);
-  const Shape ls = shapeOf(lhs);
-  const Shape rs = shapeOf(rhs);
-  auto check = [&](const std::vector<int64_t>& dims, const Shape& shape, const char* what) {
-    for (int64_t d : dims) {
-      if (d < 0 || d >= static_cast<int64_t>(shape.size()))
-        fail(ins, ErrorKind::kInvalidInput, std::string(what) + " dimension " + std::to_string(d) + " is out of range");
-    }
-  };
-  check(lb, ls, "lhs batch");
-  check(lc, ls, "lhs contracting");
-  check(rb, rs, "rhs batch");
-  check(rc, rs, "rhs contracting");
-  if (lb.size() != rb.size() || lc.size() != rc.size())
-    fail(ins, ErrorKind::kInvalidInput, "lhs and rhs name different numbers of batch or contracting dimensions");
-  for (size_t i = 0; i < lb.size(); ++i) {
-    if (ls[static_cast<size_t>(lb[i])] != rs[static_cast<size_t>(rb[i])])
-      fail(ins, ErrorKind::kInvalidInput, "batch dimensions differ in size");
-  }
-  for (size_t i = 0; i < lc.size(); ++i) {
-    if (ls[static_cast<size_t>(lc[i])] != rs[static_cast<size_t>(rc[i])])
-      fail(ins, ErrorKind::kInvalidInput, "contracting dimensions differ in size");
-  }
-  auto freeDims = [](const Shape& shape, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
-    std::vector<int64_t> free;
-    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-      if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-          std::find(contract.begin(), contract.end(), d) == contract.end())
-        free.push_back(d);
-    }
-    return free;
-  };
-  const std::vector<int64_t> lf = freeDims(ls, lb, lc);
-  const std::vector<int64_t> rf = freeDims(rs, rb, rc);
-  auto concat = [](std::vector<int64_t> a, const std::vector<int64_t>& b, const std::vector<int64_t>& c) {
-    a.insert(a.end(), b.begin(), b.end());
-    a.insert(a.end(), c.begin(), c.end());
-    return a;
-  };
-  Shape batch;
-  for (int64_t d : lb) batch.push_back(ls[static_cast<size_t>(d)]);
-  const int64_t m = product(ls, lf);
-  const int64_t k = product(ls, lc);
-  const int64_t n = product(rs, rf);
-  // Each operand as [batch..., rows, cols], using the transpose flag when its natural order is reversed.
-  auto prepare = [&](int x, const Shape& shape, const std::vector<int64_t>& b, const std::vector<int64_t>& first,
-                     const std::vector<int64_t>& second, int64_t rows, int64_t cols, const std::string& part,
-                     bool& transposed) {
-    transposed = false;
-    std::vector<int64_t> perm = concat(b, first, second);
-    if (!isIdentity(perm) && isIdentity(concat(b, second, first))) {
-      transposed = true;
-      perm = concat(b, second, first);
-      std::swap(rows, cols);
-    }
-    int out = permute(x, perm, name + "." + part + "_t");
-    Shape target = batch;
-    target.push_back(rows);
-    target.push_back(cols);
-    (void)shape;
-    return reshapeTo(out, target, name + "." + part + "_2d");
-  };
-  bool ta = false;
-  bool tb = false;
-  const int a = prepare(lhs, ls, lb, lf, lc, m, k, "lhs", ta);
-  const int b = prepare(rhs, rs, rb, rc, rf, k, n, "rhs", tb);
-  const int product_tensor = m_graph.matmul(name + ".matmul", a, b, ta, tb);
-  Shape out = batch;
-  for (int64_t d : lf) out.push_back(ls[static_cast<size_t>(d)]);
-  for (int64_t d : rf) out.push_back(rs[static_cast<size_t>(d)]);
-  if (shapeOf(product_tensor) == out) return product_tensor;
-  return m_graph.reshape(name, product_tensor, out);
-}
-
-// convolution: dim_labels say where batch (b), features (f; kernel i, o) and the
-// spatial dimensions (0, 1) are. As IR: transposes to NCHW and OIHW, a 2-D Conv,
-// and a transpose to the output's labels.
-int Importer::convolution(const HloInstruction& ins, int lhs, int rhs, const std::string& name) {
-  const hlo::HloAttribute* labels_attribute = ins.attribute("dim_labels");
-  if (labels_attribute == nullptr) fail(ins, ErrorKind::kInvalidInput, "convolution needs dim_labels=");
-  const hlo::DimLabels labels = hlo::readDimLabels(*labels_attribute);
-  const size_t rank = shapeOf(lhs).size();
-  if (labels.input.size() != rank || labels.kernel.size() != shapeOf(rhs).size() || labels.output.size() != rank)
-    fail(ins, ErrorKind::kInvalidInput, "dim_labels do not match the operands' ranks");
-  if (rank != 4) {
-    fail(ins, ErrorKind::kUnsupported,
-         "only 2-D convolutions are supported yet, this one has " + std::to_string(rank - 2) + " spatial dimensions");
-  }
-  // The position of each label in a label string, in the order `wanted` gives.
-  auto positions = [&](const std::string& text, const std::string& wanted) {
-    std::vector<int64_t> perm;
-    for (char c : wanted) {
-      const size_t at = text.find(c);
-      if (at == std::string::npos || text.find(c, at + 1) != std::string::npos)
-        fail(ins, ErrorKind::kInvalidInput, "dim_labels '" + text + "' need each of '" + wanted + "' once");
-      perm.push_back(static_cast<int64_t>(at));
-    }
-    return perm;
-  };
-  const int x = permute(lhs, positions(labels.input, "bf01"), name + ".to_nchw");
-  const int w = permute(rhs, positions(labels.kernel, "oi01"), name + ".to_oihw");
-  hlo::Window window;
-  if (const hlo::HloAttribute* attribute = ins.attribute("window")) {
-    window = hlo::readWindow(*attribute, 2);
-  } else {
-    window = hlo::readWindow(hlo::HloAttribute{"window", {}, {}}, 2);
-  }
-  if (!ins.attribute("window")) window.size = {shapeOf(w)[2], shapeOf(w)[3]};
-  for (size_t d = 0; d < 2; ++d) {
-    if (window.size[d] != shapeOf(w)[2 + d])
-      fail(ins, ErrorKind::kInvalidInput, "window size does not match the kernel's spatial dimensions");
-    if (window.lhs_dilate[d] != 1)
-      fail(ins, ErrorKind::kUnsupported, "lhs_dilate (a transposed convolution) is not supported yet");
-    if (window.pad_low[d] < 0 || window.pad_high[d] < 0)
-      fail(ins, ErrorKind::kUnsupported, "negative padding is not supported yet");
-  }
-  if (window.reversal) fail(ins, ErrorKind::kUnsupported, "window reversal is not supported yet");
-  if (const hlo::HloAttribute* groups = ins.attribute("batch_group_count"); groups && hlo::readInt(*groups) != 1)
-    fail(ins, ErrorKind::kUnsupported, "batch_group_count other than 1 is not supported yet");
-  ir::ConvGeometry geometry;
-  geometry.strides = window.stride;
-  geometry.pads = {window.pad_low[0], window.pad_low[1], window.pad_high[0], window.pad_high[1]};
-  geometry.dilations = window.rhs_dilate;
-  if (const hlo::HloAttribute* groups = ins.attribute("feature_group_count")) geometry.group = hlo::readInt(*groups);
-  const int y = m_graph.conv(name + ".conv", x, w, geometry);
-  // Output dimension j holds label output[j]; in NCHW that is b 0, f 1, spatial d at 2 + d.
-  std::vector<int64_t> perm;
-  const std::string nchw = "bf01";
-  for (char c : labels.output) {
-    const size_t at = nchw.find(c);
-    if (at == std::string::npos) fail(ins, ErrorKind::kInvalidInput, "output dim_labels '" + labels.output + "'");
-    perm.push_back(static_cast<int64_t>(at));
-  }
-  positions(labels.output, "bf01");  // each label once
-  if (isIdentity(perm)) return y;
-  return m_graph.transpose(name, y, perm);
 }
 
 Value Importer::allReduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name) {

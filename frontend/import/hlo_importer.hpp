@@ -1,6 +1,7 @@
 // The HLO importer's internals, shared by hlo_import.cpp (computations,
-// parameters, constants, tuples, shape checks) and hlo_import_ops.cpp (one
-// function per group of opcodes). Not part of the frontend's interface.
+// parameters, constants, tuples, shape checks), hlo_import_ops.cpp (one
+// function per group of opcodes) and hlo_import_dot_conv.cpp. Not part of the
+// frontend's interface.
 #pragma once
 
 #include <map>
@@ -26,6 +27,13 @@ struct Value {
   std::vector<Value> elements;
   bool is_tuple = false;
 };
+
+inline bool isIdentityPermutation(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
 
 // An opcode of HLO, imported or not (for instructions the ROOT does not need).
 bool isKnownHloOpcode(const std::string& opcode);
@@ -55,6 +63,8 @@ class Importer {
   int elementwise(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   int broadcast(const HloInstruction& ins, int x, const std::string& name);
   int slice(const HloInstruction& ins, int x, const std::string& name);
+  // x with the given dimensions in reverse order: a Slice with step -1 there.
+  int reverse(int x, const std::vector<int64_t>& dims, const std::string& name);
   int reduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   int dot(const HloInstruction& ins, int lhs, int rhs, const std::string& name);
   int convolution(const HloInstruction& ins, int lhs, int rhs, const std::string& name);

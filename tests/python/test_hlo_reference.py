@@ -74,6 +74,11 @@ def test_convolutions_in_three_layouts_match_numpy():
     np.testing.assert_allclose(out["convolution.7"], c2, rtol=1e-4, atol=1e-4)
     c3 = numpy_conv_nchw(x_nchw, k3.transpose(0, 3, 1, 2), (1, 1), (0, 0, 0, 0), (2, 2), 1)
     np.testing.assert_allclose(out["convolution.8"], c3, rtol=1e-4, atol=1e-4)
+    # 01oi: dimension 2 of k1 is the output feature; rhs_reversal flips both spatial dimensions.
+    flipped = k1.transpose(2, 3, 0, 1)[:, :, ::-1, ::-1]
+    c4 = numpy_conv_nchw(c1, flipped, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(out["convolution.10"], c4.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(out["reverse.11"], x[:, ::-1, :, ::-1])
 
 
 def test_batched_dots_match_einsum():
