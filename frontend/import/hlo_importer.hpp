@@ -68,6 +68,8 @@ class Importer {
   int reduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   int dot(const HloInstruction& ins, int lhs, int rhs, const std::string& name);
   int convolution(const HloInstruction& ins, int lhs, int rhs, const std::string& name);
+  // x with factor - 1 zeros between neighbours along dimension dim (a convolution's lhs_dilate).
+  int dilate(int x, size_t dim, int64_t factor, const std::string& name);
   Value allReduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   // The reduction a to_apply computation performs: add, maximum or minimum of its two parameters.
   ir::Reduction reductionOf(const HloInstruction& ins, const std::string& key) const;

@@ -116,10 +116,19 @@ class Lexer {
     fail(token.line, token.column, std::string("unexpected character '") + c + "'");
   }
 
-  // A word; '-' joins it unless it starts an arrow (b01f_01io->b01f).
+  // A word; '-' joins it unless it starts an arrow (b01f_01io->b01f), and '+' joins
+  // a number's exponent (1e+10).
   void readWord(std::string& out) {
     while (m_pos < m_text.size()) {
       const char c = peek();
+      const bool exponent_sign = c == '+' && !out.empty() && (out.back() == 'e' || out.back() == 'E') &&
+                                 std::isdigit(static_cast<unsigned char>(out.front() == '-' ? out[1] : out[0])) != 0 &&
+                                 std::isdigit(static_cast<unsigned char>(peek(1))) != 0;
+      if (exponent_sign) {
+        out += c;
+        advance();
+        continue;
+      }
       if (isWordChar(c) || (c == '-' && peek(1) != '>')) {
         if (c == '-' && !isWordChar(peek(1))) break;
         out += c;

@@ -49,6 +49,10 @@ TEST(HloLexer, WordsPunctuationAndPositions) {
   EXPECT_EQ(tokens[18].column, 3);
   EXPECT_EQ(tokens.back().kind, hlo::TokenKind::kEnd);
   EXPECT_THROW(hlo::lexHlo("a = f32[] constant(1) /* open", "x.hlo"), Error);
+  const auto numbers = hlo::lexHlo("{1e+10, -2.5E+3, 3e-2}", "x.hlo");
+  EXPECT_EQ(numbers[1].text, "1e+10");
+  EXPECT_EQ(numbers[3].text, "-2.5E+3");
+  EXPECT_EQ(numbers[5].text, "3e-2");
 }
 
 TEST(HloParser, ShapesLayoutsTuplesAndComputations) {

@@ -79,6 +79,11 @@ def test_convolutions_in_three_layouts_match_numpy():
     c4 = numpy_conv_nchw(c1, flipped, (1, 1), (1, 1, 1, 1), (1, 1), 1)
     np.testing.assert_allclose(out["convolution.10"], c4.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(out["reverse.11"], x[:, ::-1, :, ::-1])
+    # lhs_dilate=2x2: zeros between the 5x5 outputs (9x9), then the flipped kernel with pad 1.
+    dilated = np.zeros((2, 4, 9, 9))
+    dilated[:, :, ::2, ::2] = c1
+    c5 = numpy_conv_nchw(dilated, flipped, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    np.testing.assert_allclose(out["convolution.12"], c5.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
 
 
 def test_batched_dots_match_einsum():
