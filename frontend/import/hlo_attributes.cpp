@@ -159,6 +159,20 @@ Window readWindow(const HloAttribute& attribute, size_t rank) {
   return window;
 }
 
+std::vector<PadDim> readPadding(const HloAttribute& attribute, size_t rank) {
+  const std::string form = std::to_string(rank) + " entries low_high or low_high_interior such as 1_2x0_0_1";
+  if (attribute.value.size() != 1 || attribute.value[0].kind != TokenKind::kWord) bad(attribute, form);
+  const std::vector<std::string> dims = split(attribute.value[0].text, 'x');
+  if (dims.size() != rank) bad(attribute, form);
+  std::vector<PadDim> padding;
+  for (const std::string& dim : dims) {
+    std::vector<int64_t> values;
+    if (!splitInts(dim, '_', values) || (values.size() != 2 && values.size() != 3)) bad(attribute, form);
+    padding.push_back({values[0], values[1], values.size() == 3 ? values[2] : 0});
+  }
+  return padding;
+}
+
 DimLabels readDimLabels(const HloAttribute& attribute) {
   const std::vector<Token>& v = attribute.value;
   const char* form = "labels such as b01f_01io->b01f";

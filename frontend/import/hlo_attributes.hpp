@@ -39,6 +39,14 @@ struct Window {
 };
 Window readWindow(const HloAttribute& attribute, size_t rank);
 
+// padding=1_2x0_0_1 for pad: low_high or low_high_interior per dimension.
+struct PadDim {
+  int64_t low = 0;
+  int64_t high = 0;
+  int64_t interior = 0;
+};
+std::vector<PadDim> readPadding(const HloAttribute& attribute, size_t rank);
+
 // dim_labels=b01f_01io->b01f: the input, kernel and output labels.
 struct DimLabels {
   std::string input;

@@ -144,7 +144,8 @@ int Importer::convolution(const HloInstruction& ins, int lhs, int rhs, const std
   // lhs_dilate (a transposed convolution, as in the input gradient of a strided one):
   // zeros spread into the input, which the Conv then pads and convolves as usual.
   for (size_t d = 0; d < 2; ++d) {
-    if (window.lhs_dilate[d] > 1) x = dilate(x, 2 + d, window.lhs_dilate[d], name + ".dilate" + std::to_string(d));
+    if (window.lhs_dilate[d] > 1)
+      x = dilate(x, 2 + d, window.lhs_dilate[d], zeroOf(x, name + ".zero"), name + ".dilate" + std::to_string(d));
   }
   // rhs_reversal (the kernel flipped, as in a convolution's input gradient): a reversing Slice.
   std::vector<int64_t> flipped;
@@ -171,33 +172,6 @@ int Importer::convolution(const HloInstruction& ins, int lhs, int rhs, const std
   positions(labels.output, "bf01");  // each label once
   if (isIdentityPermutation(perm)) return y;
   return m_graph.transpose(name, y, perm);
-}
-
-// As IR: a unit dimension after `dim`, factor - 1 zeros joined along it, the two
-// merged, and the trailing zeros after the last element sliced off.
-int Importer::dilate(int x, size_t dim, int64_t factor, const std::string& name) {
-  const Shape shape = shapeOf(x);
-  const DType dtype = m_graph.tensor(x).dtype;
-  if (shape[dim] == 0) return x;
-  Shape spread = shape;
-  spread.insert(spread.begin() + static_cast<std::ptrdiff_t>(dim) + 1, 1);
-  const int column = m_graph.reshape(name + ".unit", x, spread);
-  const int zero = m_graph.addConstant(name + ".zero", {}, dtype);
-  ir::TensorValue zero_value = ir::TensorValue::zeros({}, dtype);
-  m_constants[zero] = zero_value;
-  m_result.initializers[name + ".zero"] = std::move(zero_value);
-  Shape zeros_shape = spread;
-  zeros_shape[dim + 1] = factor - 1;
-  const int zeros = m_graph.broadcastTo(name + ".zeros", zero, zeros_shape, ir::TensorRole::kActivation);
-  const int joined = m_graph.concat(name + ".join", {column, zeros}, static_cast<int64_t>(dim) + 1);
-  Shape merged = shape;
-  merged[dim] = shape[dim] * factor;
-  const int flat = m_graph.reshape(name + ".merge", joined, merged);
-  std::vector<int64_t> starts(shape.size(), 0);
-  std::vector<int64_t> steps(shape.size(), 1);
-  Shape out = shape;
-  out[dim] = (shape[dim] - 1) * factor + 1;
-  return m_graph.stridedSlice(name, flat, starts, steps, out);
 }
 
 }  // namespace tpusim::hlo_detail

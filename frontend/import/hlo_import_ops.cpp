@@ -79,7 +79,6 @@ const std::set<std::string> kKnownUnsupported = {"add-dependency",
                                                  "not",
                                                  "or",
                                                  "outfeed",
-                                                 "pad",
                                                  "partition-id",
                                                  "popcnt",
                                                  "real",
@@ -118,29 +117,18 @@ const std::set<std::string> kKnownUnsupported = {"add-dependency",
 }  // namespace
 
 bool isKnownHloOpcode(const std::string& opcode) {
-  static const std::set<std::string> kStructural = {"parameter",
-                                                    "constant",
-                                                    "reverse",
-                                                    "tuple",
-                                                    "get-tuple-element",
-                                                    "copy",
-                                                    "optimization-barrier",
-                                                    "fusion",
-                                                    "call",
-                                                    "convert",
-                                                    "power",
-                                                    "rsqrt",
-                                                    "compare",
-                                                    "select",
-                                                    "clamp",
-                                                    "broadcast",
-                                                    "reshape",
-                                                    "transpose",
-                                                    "slice",
-                                                    "concatenate",
-                                                    "reduce",
-                                                    "dot",
-                                                    "convolution",
+  static const std::set<std::string> kStructural = {"parameter",   "constant",
+                                                    "reverse",     "pad",
+                                                    "tuple",       "get-tuple-element",
+                                                    "copy",        "optimization-barrier",
+                                                    "fusion",      "call",
+                                                    "convert",     "power",
+                                                    "rsqrt",       "compare",
+                                                    "select",      "clamp",
+                                                    "broadcast",   "reshape",
+                                                    "transpose",   "slice",
+                                                    "concatenate", "reduce",
+                                                    "dot",         "convolution",
                                                     "all-reduce"};
   return kStructural.count(opcode) || kBinary.count(opcode) || kUnary.count(opcode) || kKnownUnsupported.count(opcode);
 }
@@ -192,6 +180,10 @@ Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, c
   if (op == "slice") {
     count(1);
     return single(slice(ins, x[0], name));
+  }
+  if (op == "pad") {
+    count(2);
+    return single(pad(ins, x[0], x[1], name));
   }
   if (op == "reverse") {
     count(1);

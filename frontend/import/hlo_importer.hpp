@@ -68,8 +68,13 @@ class Importer {
   int reduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   int dot(const HloInstruction& ins, int lhs, int rhs, const std::string& name);
   int convolution(const HloInstruction& ins, int lhs, int rhs, const std::string& name);
-  // x with factor - 1 zeros between neighbours along dimension dim (a convolution's lhs_dilate).
-  int dilate(int x, size_t dim, int64_t factor, const std::string& name);
+  // hlo_import_pad.cpp: x with factor - 1 copies of the scalar `fill` between neighbours
+  // along dimension dim (a convolution's lhs_dilate, a pad's interior padding).
+  int dilate(int x, size_t dim, int64_t factor, int fill, const std::string& name);
+  // pad(x, value), padding=low_high_interior per dimension (negative low or high cut).
+  int pad(const HloInstruction& ins, int x, int value, const std::string& name);
+  // A scalar constant 0 of x's dtype, with its value for the reference executor.
+  int zeroOf(int x, const std::string& name);
   Value allReduce(const HloInstruction& ins, const std::vector<int>& x, const std::string& name);
   // The reduction a to_apply computation performs: add, maximum or minimum of its two parameters.
   ir::Reduction reductionOf(const HloInstruction& ins, const std::string& key) const;

@@ -110,3 +110,7 @@ def test_slice_concat_select_and_reductions_match_numpy():
     np.testing.assert_array_equal(out["ge"], (i + 1 >= 1).astype(np.int64))
     np.testing.assert_array_equal(out["rmin"], x.min(axis=0))
     np.testing.assert_array_equal(out["clamped"], np.clip(s1, -1, 1))
+    # padding=1_-1_1x2_0 with 0.5: rows 1 low, interior 1, -1 high (7); columns 2 low (6).
+    padded = np.full((9, 6), 0.5, dtype=np.float32)
+    padded[1:8:2, 2:] = s1
+    np.testing.assert_array_equal(out["padded"], padded[:7])
