@@ -178,9 +178,14 @@ Value Importer::importComputation(const HloComputation& computation, const std::
                                               computation.name + "' calls itself");
   }
   std::map<std::string, Value> values;
+  std::map<std::string, const HloShape*> shapes;  // as declared, for bitcast's layouts
   for (const HloInstruction* ins : order(computation)) {
     std::vector<Value> operands;
-    for (const std::string& operand : ins->operands) operands.push_back(values.at(operand));
+    m_operand_shapes.clear();
+    for (const std::string& operand : ins->operands) {
+      operands.push_back(values.at(operand));
+      m_operand_shapes.push_back(shapes.at(operand));
+    }
     const size_t tensors_before = m_graph.tensors().size();
     Value value;
     try {
@@ -205,6 +210,7 @@ Value Importer::importComputation(const HloComputation& computation, const std::
                     ins->shape.toString());
     }
     values[ins->name] = std::move(value);
+    shapes[ins->name] = &ins->shape;
   }
   m_active.erase(computation.name);
   return values.at(computation.instructions[static_cast<size_t>(computation.root)].name);
@@ -278,8 +284,29 @@ Value Importer::importInstruction(const HloInstruction& ins, const std::vector<V
   }
   if (op == "fusion" || op == "call") {
     const HloComputation& body = called(ins, op == "fusion" ? "calls" : "to_apply");
+    size_t parameters = 0;
+    for (const HloInstruction& i : body.instructions) parameters += i.opcode == "parameter" ? 1 : 0;
+    if (parameters != operands.size()) {
+      fail(ins, ErrorKind::kInvalidInput,
+           "passes " + std::to_string(operands.size()) + " operands to '" + body.name + "', which has " +
+               std::to_string(parameters) + " parameters");
+    }
     return importComputation(body, &operands, name + "/");
   }
+  if (op == "bitcast") {
+    // Between default layouts a bitcast is a reshape; otherwise it reorders elements.
+    count(1);
+    const HloShape& from = *m_operand_shapes[0];
+    if (from.is_tuple || ins.shape.is_tuple || !defaultLayout(from) || !defaultLayout(ins.shape) ||
+        from.element_type != ins.shape.element_type) {
+      fail(ins, ErrorKind::kUnsupported,
+           "a bitcast that changes the layout or the element type is not supported yet (only a reshape between "
+           "default layouts)");
+    }
+    return {
+        m_graph.reshape(name, operands[0].tensor, ir::Shape(ins.shape.dims.begin(), ins.shape.dims.end())), {}, false};
+  }
+  if (op == "iota") return {importIota(ins, name), {}, false};
   std::vector<int> tensors;
   for (size_t i = 0; i < operands.size(); ++i) {
     if (operands[i].is_tuple) fail(ins, ErrorKind::kInvalidInput, "operand " + std::to_string(i) + " is a tuple");
@@ -357,6 +384,34 @@ Value Importer::importConstant(const HloInstruction& ins, const std::string& nam
   return {tensor, {}, false};
 }
 
+// iota: a constant counting along iota_dimension.
+int Importer::importIota(const HloInstruction& ins, const std::string& name) {
+  if (!ins.operands.empty()) fail(ins, ErrorKind::kInvalidInput, "iota takes no operands");
+  if (ins.shape.is_tuple) fail(ins, ErrorKind::kInvalidInput, "iota's shape must be an array");
+  const DType dtype = dtypeOf(ins, ins.shape);
+  const ir::Shape shape(ins.shape.dims.begin(), ins.shape.dims.end());
+  const hlo::HloAttribute* attribute = ins.attribute("iota_dimension");
+  if (attribute == nullptr) fail(ins, ErrorKind::kInvalidInput, "iota needs iota_dimension=");
+  const int64_t dim = hlo::readInt(*attribute);
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
+    fail(ins, ErrorKind::kInvalidInput, "iota_dimension=" + std::to_string(dim) + " is out of range");
+  ir::TensorValue value = ir::TensorValue::zeros(shape, dtype);
+  const int64_t inner = ir::elementCount(ir::Shape(shape.begin() + dim + 1, shape.end()));
+  const int64_t length = shape[static_cast<size_t>(dim)];
+  for (size_t i = 0; i < value.size(); ++i) {
+    const int64_t index = (static_cast<int64_t>(i) / inner) % length;
+    if (isFloatType(dtype)) {
+      value.floats[i] = numerics::roundTo(dtype, static_cast<float>(index));
+    } else {
+      value.ints[i] = dtype == DType::kBool ? (index != 0 ? 1 : 0) : index;
+    }
+  }
+  const int tensor = m_graph.addConstant(name, shape, dtype);
+  m_constants[tensor] = value;
+  m_result.initializers[name] = std::move(value);
+  return tensor;
+}
+
 // convert changes nothing between equal types, and folds into a constant; a cast
 // between dtypes needs a Cast op, which the IR does not have yet.
 int Importer::importConvert(const HloInstruction& ins, int x, const std::string& name) {
@@ -391,10 +446,12 @@ int Importer::importConvert(const HloInstruction& ins, int x, const std::string&
 }  // namespace hlo_detail
 
 const char* supportedHloOps() {
-  return "parameter, constant, tuple, get-tuple-element, copy, optimization-barrier, fusion and call (inlined), "
+  return "parameter, constant, iota, tuple, get-tuple-element, copy, optimization-barrier, bitcast (a reshape), "
+         "fusion and call (inlined), "
          "convert (same dtype or of a constant), add, subtract, multiply, divide, maximum, minimum, power, "
          "negate, abs, exponential, log, tanh, sqrt, rsqrt, logistic, erf, compare, select, clamp, broadcast, "
-         "reshape, transpose, slice, concatenate, reduce (add, maximum, minimum), dot, convolution (2-D), "
+         "reshape, transpose, slice, reverse, pad, concatenate, reduce (add, maximum, minimum), dot, convolution "
+         "(2-D), "
          "all-reduce (one replica)";
 }
 

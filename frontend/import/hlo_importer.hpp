@@ -51,6 +51,7 @@ class Importer {
                           const std::string& prefix);
   Value addParameter(const std::string& name, const HloShape& shape, const HloInstruction& ins);
   Value importConstant(const HloInstruction& ins, const std::string& name);
+  int importIota(const HloInstruction& ins, const std::string& name);
   int importConvert(const HloInstruction& ins, int x, const std::string& name);
   void checkShape(const HloInstruction& ins, const Value& value, const HloShape& shape) const;
   [[noreturn]] void fail(const HloInstruction& ins, ErrorKind kind, const std::string& message) const;
@@ -87,8 +88,9 @@ class Importer {
   const HloModule& m_module;
   ImportedModel m_result;
   ir::Graph& m_graph = m_result.graph;
-  std::set<std::string> m_active;              // computations being imported (a call cycle is an error)
-  std::map<int, ir::TensorValue> m_constants;  // tensor -> value, for constants with values
+  std::set<std::string> m_active;                 // computations being imported (a call cycle is an error)
+  std::map<int, ir::TensorValue> m_constants;     // tensor -> value, for constants with values
+  std::vector<const HloShape*> m_operand_shapes;  // the declared shapes of the current instruction's operands
 };
 
 }  // namespace tpusim::hlo_detail

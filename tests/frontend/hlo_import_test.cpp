@@ -175,6 +175,22 @@ TEST(HloImport, DeadInstructionsAreCheckedButNotImported) {
   EXPECT_NE(std::string(undefined.what()).find("operand 'q' is not defined"), std::string::npos);
 }
 
+TEST(HloImport, ConstantsRoundToTheirDtypeAndBitcastsNeedDefaultLayouts) {
+  const ImportedModel model = importHloText(
+      "HloModule m\nENTRY e {\n  c = bf16[2] constant({0.3333333, 1e+3})\n  ROOT n = bf16[2] negate(c)\n}\n", "c.hlo");
+  // bf16 keeps 8 significant bits: 1/3 -> 0.333984375, 1000 -> 1000.
+  EXPECT_EQ(model.initializers.at("c").floats, (std::vector<float>{0.333984375f, 1000.0f}));
+  const Error bitcast =
+      importError("HloModule m\nENTRY e {\n  p = f32[2,3]{0,1} parameter(0)\n  ROOT b = f32[6]{0} bitcast(p)\n}\n");
+  EXPECT_EQ(bitcast.kind(), ErrorKind::kUnsupported);
+  EXPECT_NE(std::string(bitcast.what()).find("t.hlo:4:3: instruction 'b': a bitcast that changes the layout"),
+            std::string::npos);
+  const Error arity = importError(
+      "HloModule m\nf {\n  a = f32[2] parameter(0)\n  ROOT n = f32[2] negate(a)\n}\n"
+      "ENTRY e {\n  p = f32[2] parameter(0)\n  ROOT c = f32[2] call(p, p), to_apply=f\n}\n");
+  EXPECT_NE(std::string(arity.what()).find("passes 2 operands to 'f', which has 1 parameters"), std::string::npos);
+}
+
 TEST(HloImport, SessionRunsModulesAsWritten) {
   RunRequest request;
   request.model_path = kHloDir + "mlp_train_step.hlo";

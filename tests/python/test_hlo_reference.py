@@ -114,3 +114,25 @@ def test_slice_concat_select_and_reductions_match_numpy():
     padded = np.full((9, 6), 0.5, dtype=np.float32)
     padded[1:8:2, 2:] = s1
     np.testing.assert_array_equal(out["padded"], padded[:7])
+
+
+def test_iota_bitcast_and_tuple_parameters(tmp_path):
+    path = tmp_path / "iota.hlo"
+    path.write_text("""HloModule m
+ENTRY e {
+  p = (f32[2,6]{1,0}, s32[]) parameter(0)
+  x = f32[2,6]{1,0} get-tuple-element(p), index=0
+  b = f32[3,4]{1,0} bitcast(x)
+  i = s32[3,4]{1,0} iota(), iota_dimension=1
+  f = f32[3,4] iota(), iota_dimension=0
+  s = f32[3,4] add(b, f)
+  k = s32[] get-tuple-element(p), index=1
+  ks = s32[3,4] broadcast(k), dimensions={}
+  j = s32[3,4] multiply(i, ks)
+  ROOT t = (f32[3,4], s32[3,4]) tuple(s, j)
+}
+""")
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    out = tpusim.reference(str(path), {"p.0": x, "p.1": np.array(3)})
+    np.testing.assert_array_equal(out["s"], x.reshape(3, 4) + np.arange(3, dtype=np.float32)[:, None])
+    np.testing.assert_array_equal(out["j"], 3 * np.tile(np.arange(4), (3, 1)))
