@@ -145,7 +145,8 @@ int Importer::convolution(const HloInstruction& ins, int lhs, int rhs, const std
   // zeros spread into the input, which the Conv then pads and convolves as usual.
   for (size_t d = 0; d < 2; ++d) {
     if (window.lhs_dilate[d] > 1)
-      x = dilate(x, 2 + d, window.lhs_dilate[d], zeroOf(x, name + ".zero"), name + ".dilate" + std::to_string(d));
+      x = dilate(x, 2 + d, window.lhs_dilate[d], zeroOf(x, name + ".zero" + std::to_string(d)),
+                 name + ".dilate" + std::to_string(d));
   }
   // rhs_reversal (the kernel flipped, as in a convolution's input gradient): a reversing Slice.
   std::vector<int64_t> flipped;

@@ -1,10 +1,12 @@
 // HLO opcodes to IR ops: elementwise math, data movement, reductions and
-// all-reduce (dot and convolution are in hlo_import_dot_conv.cpp). Each checks what the IR builders do not
-// (HLO's elementwise ops need equal shapes, say); the result is then checked
-// against the instruction's declared shape by the caller.
+// all-reduce (dot and convolution are in hlo_import_dot_conv.cpp, pad in
+// hlo_import_pad.cpp). Each checks what the IR builders do not (HLO's
+// elementwise ops need equal shapes, say); the caller then checks the result
+// against the instruction's declared shape.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <sstream>
 
 #include "frontend/import/hlo_attributes.hpp"
 #include "frontend/import/hlo_importer.hpp"
@@ -28,89 +30,30 @@ const std::map<std::string, UnaryKind> kUnary = {
     {"logistic", UnaryKind::kSigmoid}, {"erf", UnaryKind::kErf},
 };
 
-// HLO opcodes that tpusim does not import yet (anything else is not HLO at all).
-const std::set<std::string> kKnownUnsupported = {"add-dependency",
-                                                 "after-all",
-                                                 "all-gather",
-                                                 "all-gather-start",
-                                                 "all-gather-done",
-                                                 "all-reduce-start",
-                                                 "all-reduce-done",
-                                                 "all-to-all",
-                                                 "and",
-                                                 "async-start",
-                                                 "async-update",
-                                                 "async-done",
-                                                 "atan2",
-                                                 "batch-norm-grad",
-                                                 "batch-norm-inference",
-                                                 "batch-norm-training",
-                                                 "bitcast-convert",
-                                                 "cbrt",
-                                                 "ceil",
-                                                 "cholesky",
-                                                 "clz",
-                                                 "collective-broadcast",
-                                                 "collective-permute",
-                                                 "collective-permute-start",
-                                                 "collective-permute-done",
-                                                 "complex",
-                                                 "conditional",
-                                                 "copy-start",
-                                                 "copy-done",
-                                                 "cosine",
-                                                 "custom-call",
-                                                 "domain",
-                                                 "dynamic-reshape",
-                                                 "dynamic-slice",
-                                                 "dynamic-update-slice",
-                                                 "exponential-minus-one",
-                                                 "fft",
-                                                 "floor",
-                                                 "gather",
-                                                 "get-dimension-size",
-                                                 "imag",
-                                                 "infeed",
-                                                 "is-finite",
-                                                 "log-plus-one",
-                                                 "map",
-                                                 "not",
-                                                 "or",
-                                                 "outfeed",
-                                                 "partition-id",
-                                                 "popcnt",
-                                                 "real",
-                                                 "recv",
-                                                 "recv-done",
-                                                 "reduce-precision",
-                                                 "reduce-scatter",
-                                                 "reduce-window",
-                                                 "remainder",
-                                                 "replica-id",
-                                                 "rng",
-                                                 "rng-bit-generator",
-                                                 "rng-get-and-update-state",
-                                                 "round-nearest-afz",
-                                                 "round-nearest-even",
-                                                 "scatter",
-                                                 "select-and-scatter",
-                                                 "send",
-                                                 "send-done",
-                                                 "set-dimension-size",
-                                                 "shift-left",
-                                                 "shift-right-arithmetic",
-                                                 "shift-right-logical",
-                                                 "sign",
-                                                 "sine",
-                                                 "sort",
-                                                 "stochastic-convert",
-                                                 "tan",
-                                                 "top-k",
-                                                 "triangular-solve",
-                                                 "tuple-select",
-                                                 "while",
-                                                 "xor",
-                                                 "topk"};
+// HLO opcodes that tpusim does not import yet (anything else is not HLO at all),
+// space-separated.
+constexpr const char* kKnownUnsupportedList =
+    "add-dependency after-all all-gather all-gather-start all-gather-done all-reduce-start "
+    "all-reduce-done all-to-all and async-start async-update async-done atan2 batch-norm-grad "
+    "batch-norm-inference batch-norm-training bitcast-convert cbrt ceil cholesky clz "
+    "collective-broadcast collective-permute collective-permute-start collective-permute-done complex "
+    "conditional copy-start copy-done cosine custom-call domain dynamic-reshape dynamic-slice "
+    "dynamic-update-slice exponential-minus-one fft floor gather get-dimension-size imag infeed "
+    "is-finite log-plus-one map not or outfeed partition-id popcnt real recv recv-done reduce-precision "
+    "reduce-scatter reduce-window remainder replica-id rng rng-bit-generator rng-get-and-update-state "
+    "round-nearest-afz round-nearest-even scatter select-and-scatter send send-done set-dimension-size "
+    "shift-left shift-right-arithmetic shift-right-logical sign sine sort stochastic-convert tan top-k "
+    "triangular-solve tuple-select while xor topk ";
+
+const std::set<std::string>& knownUnsupported() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> set;
+    std::istringstream words(kKnownUnsupportedList);
+    for (std::string word; words >> word;) set.insert(word);
+    return set;
+  }();
+  return names;
+}
 
 }  // namespace
 
@@ -129,7 +72,7 @@ bool isKnownHloOpcode(const std::string& opcode) {
                                                     "concatenate", "reduce",
                                                     "dot",         "convolution",
                                                     "all-reduce"};
-  return kStructural.count(opcode) || kBinary.count(opcode) || kUnary.count(opcode) || kKnownUnsupported.count(opcode);
+  return kStructural.count(opcode) || kBinary.count(opcode) || kUnary.count(opcode) || knownUnsupported().count(opcode);
 }
 
 std::vector<int64_t> Importer::intList(const HloInstruction& ins, const std::string& key, bool required) const {
@@ -214,7 +157,7 @@ Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, c
     return single(convolution(ins, x[0], x[1], name));
   }
   if (op == "all-reduce") return allReduce(ins, x, name);
-  if (kKnownUnsupported.count(op))
+  if (knownUnsupported().count(op))
     fail(ins, ErrorKind::kUnsupported,
          "opcode '" + op + "' is not supported yet (supported: " + supportedHloOps() + ")");
   fail(ins, ErrorKind::kInvalidInput, "unknown opcode '" + op + "'");
