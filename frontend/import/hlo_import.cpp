@@ -482,14 +482,15 @@ bool endsWith(const std::string& text, const std::string& suffix) {
 }  // namespace
 
 bool isHloPath(const std::string& path) {
-  if (endsWith(path, ".hlo") || endsWith(path, ".hlo.txt")) return true;
+  if (endsWith(path, ".hlo") || endsWith(path, ".hlo.txt") || endsWith(path, ".mlir")) return true;
   if (endsWith(path, ".onnx")) return false;
   std::ifstream file(path, std::ios::binary);
-  char head[64] = {};
-  file.read(head, sizeof(head) - 1);
-  const std::string text(head, static_cast<size_t>(file.gcount()));
-  const size_t start = text.find_first_not_of(" \t\r\n");
-  return start != std::string::npos && text.compare(start, 9, "HloModule") == 0;
+  std::string head(4096, '\0');
+  file.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(file.gcount()));
+  const size_t start = head.find_first_not_of(" \t\r\n");
+  if (start != std::string::npos && head.compare(start, 9, "HloModule") == 0) return true;
+  return hlo::looksLikeMlir(head);  // importHloFile rejects it, asking for dialect="hlo"
 }
 
 }  // namespace tpusim

@@ -25,7 +25,9 @@ ImportedModel importHloFile(const std::string& path);
 ImportedModel importHloText(const std::string& text, const std::string& file);
 
 // True when a model path or its first bytes say HLO text: a name ending in
-// .hlo or .hlo.txt, or text that starts with "HloModule".
+// .hlo or .hlo.txt, or text that starts with "HloModule". StableHLO/MLIR text
+// (.mlir, module @..., func.func) also counts, so that importHloFile can
+// reject it with the hint to pass dialect="hlo".
 bool isHloPath(const std::string& path);
 
 }  // namespace tpusim

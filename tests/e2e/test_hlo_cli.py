@@ -101,8 +101,9 @@ def test_bad_modules_give_one_line_errors(tpusim_bin, tmp_path, name):
         assert fragment in lines[0]
 
 
-def test_stablehlo_text_asks_for_the_hlo_dialect(tpusim_bin, tmp_path):
-    path = tmp_path / "jit_f.hlo"
+@pytest.mark.parametrize("name", ["jit_f.hlo", "jit_f.mlir", "jit_f.txt"])
+def test_stablehlo_text_asks_for_the_hlo_dialect(tpusim_bin, tmp_path, name):
+    path = tmp_path / name
     path.write_text("module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n"
                     "  func.func public @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {\n"
                     "    %0 = stablehlo.negate %arg0 : tensor<2xf32>\n    return %0 : tensor<2xf32>\n  }\n}\n")
