@@ -42,9 +42,10 @@ def test_batched_dot_and_conv_flops(tpusim_bin, tmp_path):
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "conv" / "report.json").read_text())
     # Implicit GEMM MACs per conv, N*OH*OW x C/g*KH*KW x O: 2*5*5 x 27 x 4, 2*4*4 x 18 x 6,
-    # 2*7*7 x 12 x 5, 2*5*5 x 36 x 3, and 2*9*9 x 36 x 3 over the dilated input (zeros included).
+    # 2*7*7 x 12 x 5, 2*5*5 x 36 x 3, 2*9*9 x 36 x 3 over the dilated input (zeros included),
+    # 2*9*9 x 27 x 4, and the weight gradient's 3*3*3 x 2*81 x 4 (batch c, features n, window 9x9).
     assert mxu_flops(report) == 2 * (2 * 5 * 5 * 27 * 4 + 2 * 4 * 4 * 18 * 6 + 2 * 7 * 7 * 12 * 5 + 2 * 5 * 5 * 36 * 3 +
-                                     2 * 9 * 9 * 36 * 3)
+                                     2 * 9 * 9 * 36 * 3 + 2 * 9 * 9 * 27 * 4 + 3 * 3 * 3 * 2 * 81 * 4)
 
 
 def test_reports_are_bit_identical_across_runs(tpusim_bin, tmp_path):

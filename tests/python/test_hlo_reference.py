@@ -84,6 +84,16 @@ def test_convolutions_in_three_layouts_match_numpy():
     dilated[:, :, ::2, ::2] = c1
     c5 = numpy_conv_nchw(dilated, flipped, (1, 1), (1, 1, 1, 1), (1, 1), 1)
     np.testing.assert_allclose(out["convolution.12"], c5.transpose(0, 2, 3, 1), rtol=1e-4, atol=1e-4)
+    # f01b_i01o->01bf is the weight gradient of a stride-1 pad-1 conv: dW[kh, kw, c, o] =
+    # sum over n, h, w of x_padded[n, h + kh, w + kw, c] * dy[n, h, w, o].
+    dy = numpy_conv_nchw(x_nchw, k1.transpose(3, 2, 0, 1), (1, 1), (1, 1, 1, 1), (1, 1), 1).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(out["convolution.13"], dy, rtol=1e-4, atol=1e-4)
+    xp = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    dw = np.zeros((3, 3, 3, 4))
+    for kh in range(3):
+        for kw in range(3):
+            dw[kh, kw] = np.einsum("nhwc,nhwo->co", xp[:, kh:kh + 9, kw:kw + 9, :], out["convolution.13"])
+    np.testing.assert_allclose(out["convolution.14"], dw, rtol=1e-4, atol=1e-3)
 
 
 def test_batched_dots_match_einsum():
