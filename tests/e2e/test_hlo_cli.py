@@ -142,3 +142,16 @@ def test_mixed_precision_dot_is_unsupported(tpusim_bin, tmp_path):
     result = run(tpusim_bin, "run", str(path))
     assert result.returncode == 4
     assert "instruction 'd'" in result.stderr and "mixed precision" in result.stderr
+
+
+def test_compiled_hlo_program_runs_like_the_module(tpusim_bin, tmp_path):
+    mlp = str(HLO / "mlp_train_step.hlo")
+    assert run(tpusim_bin, "run", mlp, "--out", str(tmp_path / "direct")).returncode == 0
+    program = tmp_path / "mlp.tpuprog"
+    compiled = run(tpusim_bin, "compile", mlp, "-o", str(program))
+    assert compiled.returncode == 0, compiled.stderr
+    assert run(tpusim_bin, "run", str(program), "--out", str(tmp_path / "saved")).returncode == 0
+    direct = json.loads((tmp_path / "direct" / "report.json").read_text())
+    saved = json.loads((tmp_path / "saved" / "report.json").read_text())
+    assert saved["mode"] == "as-written"
+    assert saved["total_cycles"] == direct["total_cycles"]
