@@ -460,7 +460,6 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kMinimum: out = graph.binary(op.type, op.name, in(0), in(1)); break;
       case OpType::kCompare: out = graph.compare(op.compare, op.name, in(0), in(1)); break;
       case OpType::kAllReduce: out = graph.allReduce(op.name, in(0), op.reduction, op.replicas); break;
-      case OpType::kBroadcastTo: out = graph.broadcastTo(op.name, in(0), source.tensor(op.outputs[0]).shape); break;
       case OpType::kPow: out = graph.pow(op.name, in(0), in(1)); break;
       case OpType::kCast: out = graph.cast(op.name, in(0), source.tensor(op.outputs[0]).dtype); break;
       case OpType::kBroadcastTo:
