@@ -412,18 +412,18 @@ int Importer::importIota(const HloInstruction& ins, const std::string& name) {
   return tensor;
 }
 
-// convert changes nothing between equal types, and folds into a constant; a cast
-// between dtypes needs a Cast op, which the IR does not have yet.
+// convert: nothing between equal types, a new constant when applied to a constant
+// (finite values, or a float result), else the IR's Cast.
 int Importer::importConvert(const HloInstruction& ins, int x, const std::string& name) {
   const DType to = dtypeOf(ins, ins.shape);
   const ir::Tensor& source = m_graph.tensor(x);
   if (source.dtype == to) return x;
   auto constant = m_constants.find(x);
-  if (constant == m_constants.end()) {
-    fail(ins, ErrorKind::kUnsupported,
-         std::string("convert between dtypes (") + dtypeName(source.dtype) + " to " + dtypeName(to) +
-             ") is not supported yet, except of a constant");
+  bool foldable = constant != m_constants.end();
+  if (foldable && !isFloatType(to) && to != DType::kBool && isFloatType(constant->second.dtype)) {
+    for (float v : constant->second.floats) foldable = foldable && std::isfinite(v);
   }
+  if (!foldable) return m_graph.cast(name, x, to);
   const ir::TensorValue& from = constant->second;
   ir::TensorValue value = ir::TensorValue::zeros(from.shape, to);
   for (size_t i = 0; i < from.size(); ++i) {
@@ -433,7 +433,6 @@ int Importer::importConvert(const HloInstruction& ins, int x, const std::string&
     } else if (to == DType::kBool) {
       value.ints[i] = v != 0 ? 1 : 0;
     } else {
-      if (!std::isfinite(v)) fail(ins, ErrorKind::kUnsupported, "convert of a non-finite constant to an integer");
       value.ints[i] = static_cast<int64_t>(std::trunc(v));  // toward zero, as XLA's float-to-int convert
     }
   }
@@ -448,7 +447,7 @@ int Importer::importConvert(const HloInstruction& ins, int x, const std::string&
 const char* supportedHloOps() {
   return "parameter, constant, iota, tuple, get-tuple-element, copy, optimization-barrier, bitcast (a reshape), "
          "fusion and call (inlined), "
-         "convert (same dtype or of a constant), add, subtract, multiply, divide, maximum, minimum, power, "
+         "convert, add, subtract, multiply, divide, maximum, minimum, power, "
          "negate, abs, exponential, log, tanh, sqrt, rsqrt, logistic, erf, compare, select, clamp, broadcast, "
          "reshape, transpose, slice, reverse, pad, concatenate, reduce (add, maximum, minimum), dot, convolution "
          "(2-D), "

@@ -146,7 +146,7 @@ Value Importer::importOp(const HloInstruction& ins, const std::vector<int>& x, c
     if (!ins.shape.is_tuple && result != operand) {
       fail(ins, ErrorKind::kUnsupported,
            std::string("a ") + op + " with " + dtypeName(operand) + " operands and a " + dtypeName(result) +
-               " result (mixed precision) needs a convert between dtypes, which is not supported yet");
+               " result (mixed precision, accumulating in the wider type) is not supported yet");
     }
   }
   if (op == "dot") {

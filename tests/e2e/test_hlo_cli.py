@@ -84,8 +84,6 @@ BAD_MODULES = {
     "all_reduce_4": (GOOD_HEAD + "ENTRY main {\n  a = f32[4] parameter(0)\n"
                      "  ROOT r = f32[4] all-reduce(a), replica_groups={{0,1,2,3}}, to_apply=add\n}\n", 4,
                      ["unsupported: all-reduce across 4 replicas needs the interconnect model (not built yet)"]),
-    "convert_dtype": ("HloModule m\nENTRY main {\n  a = f32[4] parameter(0)\n  ROOT c = bf16[4] convert(a)\n}\n", 4,
-                      ["instruction 'c'", "convert between dtypes (f32 to bf16) is not supported yet"]),
 }
 
 

@@ -191,6 +191,17 @@ TEST(HloImport, ConstantsRoundToTheirDtypeAndBitcastsNeedDefaultLayouts) {
   EXPECT_NE(std::string(arity.what()).find("passes 2 operands to 'f', which has 1 parameters"), std::string::npos);
 }
 
+TEST(HloImport, ConvertIsACastOrFoldsIntoAConstant) {
+  const ImportedModel model = importHloText(
+      "HloModule m\nENTRY e {\n  x = f32[2] parameter(0)\n  same = f32[2] convert(x)\n  b = bf16[2] convert(same)\n"
+      "  k = s32[] constant(3)\n  kf = bf16[] convert(k)\n  kb = bf16[2] broadcast(kf), dimensions={}\n"
+      "  ROOT m = bf16[2] multiply(b, kb)\n}\n",
+      "v.hlo");
+  EXPECT_EQ(countOps(model.graph, ir::OpType::kCast), 1);  // f32 -> bf16; same dtype is nothing, k folds
+  EXPECT_EQ(model.initializers.at("kf").dtype, DType::kBF16);
+  EXPECT_EQ(model.initializers.at("kf").floats, std::vector<float>{3.0f});
+}
+
 TEST(HloImport, SessionRunsModulesAsWritten) {
   RunRequest request;
   request.model_path = kHloDir + "mlp_train_step.hlo";

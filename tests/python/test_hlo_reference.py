@@ -146,3 +146,28 @@ ENTRY e {
     out = tpusim.reference(str(path), {"p.0": x, "p.1": np.array(3)})
     np.testing.assert_array_equal(out["s"], x.reshape(3, 4) + np.arange(3, dtype=np.float32)[:, None])
     np.testing.assert_array_equal(out["j"], 3 * np.tile(np.arange(4), (3, 1)))
+
+
+def test_convert_between_dtypes_is_a_cast(tmp_path):
+    path = tmp_path / "convert.hlo"
+    path.write_text("""HloModule m
+ENTRY e {
+  x = f32[6] parameter(0)
+  b = bf16[6] convert(x)
+  i = s32[6] convert(x)
+  p = pred[6] convert(i)
+  f = f32[6] convert(p)
+  k = s32[] constant(7)
+  kf = f32[] convert(k)
+  ROOT t = (bf16[6], s32[6], f32[6], f32[]) tuple(b, i, f, kf)
+}
+""")
+    x = np.array([1 / 3, -2.7, 2.7, 0.4, 1000.5, -0.0], dtype=np.float32)
+    out = tpusim.reference(str(path), {"x": x})
+    # bf16 keeps 8 significant bits (round to nearest even); to s32 truncates toward zero.
+    bits = x.view(np.uint32)
+    bf16 = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).view(np.float32)
+    np.testing.assert_array_equal(out["b"], bf16)
+    np.testing.assert_array_equal(out["i"], np.trunc(x).astype(np.int64))
+    np.testing.assert_array_equal(out["f"], (np.trunc(x) != 0).astype(np.float32))
+    assert out["kf"] == 7.0
