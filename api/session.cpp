@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "frontend/compile.hpp"
+#include "frontend/import/hlo_import.hpp"
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/training_graph.hpp"
@@ -45,20 +46,67 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   const auto start = std::chrono::steady_clock::now();
   const ModelGraph built = buildModelGraph(request);
   const std::chrono::duration<double> built_in = std::chrono::steady_clock::now() - start;
-  const std::string mode = request.mode.value_or("training");
-  spdlog::debug("{} graph:\n{}", mode, built.graph.toString());
+  spdlog::debug("{} graph:\n{}", built.mode, built.graph.toString());
   const std::string name = std::filesystem::path(request.model_path).filename().string();
   CompileOptions options;
   options.print_ir_after = request.print_ir_after;
   options.ir_out = &std::cerr;
   Compiled compiled =
-      compileGraph(built.graph, hw, LowerOptions{name, mode, static_cast<uint64_t>(built.model.batch)}, options);
+      compileGraph(built.graph, hw, LowerOptions{name, built.mode, static_cast<uint64_t>(built.model.batch)}, options);
   if (timings) {
     timings->push_back({"import_and_training_graph", built_in.count()});
     timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());
   }
   return std::move(compiled.program);
 }
+
+namespace {
+
+// An HLO module runs as written: no loss or autodiff is added, and its shapes are fixed.
+ModelGraph buildHloGraph(const RunRequest& request) {
+  const std::string mode = request.mode.value_or(kHloMode);
+  if (mode != kHloMode) {
+    throw Error(ErrorKind::kInvalidConfig,
+                request.model_path + " is an HLO module, which runs as written (mode " + kHloMode +
+                    "): it is already the compiled step (a JAX training step holds its backward pass and update), "
+                    "so --mode " +
+                    mode + " does not apply; leave --mode out");
+  }
+  if (request.batch) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "--batch does not apply to an HLO module: its shapes are fixed (re-export it for another batch)");
+  }
+  ModelGraph built;
+  built.mode = mode;
+  built.model = importHloFile(request.model_path);
+  built.graph = built.model.graph;
+  return built;
+}
+
+// Integer feeds arrive as int64 (Python's integers): one for an input of another
+// integer dtype (an HLO s32 parameter, say) takes that dtype if every value fits.
+void adoptIntegerDtype(const ir::Tensor& tensor, std::map<std::string, ir::TensorValue>& feeds) {
+  auto feed = feeds.find(tensor.name);
+  if (feed == feeds.end() || feed->second.dtype == tensor.dtype) return;
+  if (ir::TensorValue::isFloating(tensor.dtype) || ir::TensorValue::isFloating(feed->second.dtype) ||
+      tensor.dtype == DType::kBool) {
+    return;  // the executor reports the mismatch
+  }
+  const int bits = static_cast<int>(dtypeBytes(tensor.dtype)) * 8;
+  const bool is_unsigned =
+      tensor.dtype == DType::kUInt8 || tensor.dtype == DType::kUInt32 || tensor.dtype == DType::kUInt64;
+  for (int64_t v : feed->second.ints) {
+    const bool fits = is_unsigned ? v >= 0 && (bits >= 64 || v < (int64_t{1} << bits))
+                                  : bits >= 64 || (v >= -(int64_t{1} << (bits - 1)) && v < (int64_t{1} << (bits - 1)));
+    if (!fits) {
+      throw Error(ErrorKind::kInvalidInput,
+                  "value " + std::to_string(v) + " for '" + tensor.name + "' does not fit " + dtypeName(tensor.dtype));
+    }
+  }
+  feed->second.dtype = tensor.dtype;
+}
+
+}  // namespace
 
 ModelGraph buildModelGraph(const RunRequest& request) {
   if (!std::filesystem::exists(request.model_path)) {
@@ -67,11 +115,13 @@ ModelGraph buildModelGraph(const RunRequest& request) {
   if (isProgramPath(request.model_path)) {
     throw Error(ErrorKind::kInvalidConfig, request.model_path + " is a compiled Program; this needs the model");
   }
+  if (isHloPath(request.model_path)) return buildHloGraph(request);
   const std::string mode = request.mode.value_or("training");
   if (mode != "training" && mode != "inference") {
     throw Error(ErrorKind::kInvalidConfig, "unknown mode '" + mode + "' (use training or inference)");
   }
   ModelGraph built;
+  built.mode = mode;
   OnnxImportOptions options;
   options.batch = request.batch;
   options.training = mode == "training";
@@ -147,6 +197,7 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
       feeds.emplace(tensor.name, ir::TensorValue::zeros(tensor.shape, tensor.dtype));
     }
   }
+  for (const ir::Tensor& tensor : built.graph.tensors()) adoptIntegerDtype(tensor, feeds);
   const std::vector<ir::TensorValue> values =
       reference::CpuExecutor(built.graph, reference::CpuOptions{threads}).run(feeds);
   std::map<std::string, ir::TensorValue> named;

@@ -18,9 +18,9 @@
 namespace tpusim {
 
 struct RunRequest {
-  std::string model_path;           // .onnx model, or a saved Program (.tpuprog, .tpuprog.txt)
+  std::string model_path;           // .onnx model, .hlo / .hlo.txt module, or a saved Program (.tpuprog, .tpuprog.txt)
   std::string hw = "tpuv4";         // preset name or .textproto path
-  std::optional<std::string> mode;  // "training" (default for models) or "inference"
+  std::optional<std::string> mode;  // "training" (default for ONNX) or "inference"; HLO: "as-written"
   std::optional<int64_t> batch;     // for models with a symbolic batch dimension
   ParamOverrides overrides;         // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
@@ -69,7 +69,12 @@ RunOutcome runRequest(const RunRequest& request);
 struct ModelGraph {
   ImportedModel model;
   ir::Graph graph;
+  std::string mode;  // training, inference, or as-written (an HLO module)
 };
+
+// The mode an HLO module runs in: it is already the compiled step (a JAX training
+// step holds its own backward pass and update), so it runs as it is written.
+inline constexpr const char* kHloMode = "as-written";
 ModelGraph buildModelGraph(const RunRequest& request);
 
 // Runs the request's graph on the CPU reference executor. `feeds` gives

@@ -36,7 +36,7 @@ po::options_description modelOptions(ModelOptions& o) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("hw", po::value(&o.hw)->default_value(o.hw),
                                                  "hardware preset (tpusim hw list) or .textproto file")(
-      "mode", po::value(&o.mode), "training (default) or inference")(
+      "mode", po::value(&o.mode), "training (default) or inference; an HLO module runs as-written")(
       "batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),

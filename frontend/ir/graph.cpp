@@ -139,12 +139,40 @@ const char* opTypeName(OpType type) {
     case OpType::kMseLossGrad: return "MseLossGrad";
     case OpType::kNllLossGrad: return "NllLossGrad";
     case OpType::kOptimizerUpdate: return "OptimizerUpdate";
+    case OpType::kMaximum: return "Maximum";
+    case OpType::kMinimum: return "Minimum";
+    case OpType::kCompare: return "Compare";
+    case OpType::kAllReduce: return "AllReduce";
   }
   return "?";
 }
 
 bool isElementwiseBinary(OpType type) {
-  return type == OpType::kAdd || type == OpType::kSub || type == OpType::kMul || type == OpType::kDiv;
+  return type == OpType::kAdd || type == OpType::kSub || type == OpType::kMul || type == OpType::kDiv ||
+         type == OpType::kMaximum || type == OpType::kMinimum;
+}
+
+const char* reductionName(Reduction reduction) {
+  switch (reduction) {
+    case Reduction::kNone: return "none";
+    case Reduction::kSum: return "sum";
+    case Reduction::kMean: return "mean";
+    case Reduction::kMax: return "max";
+    case Reduction::kMin: return "min";
+  }
+  return "?";
+}
+
+const char* compareDirectionName(CompareDirection direction) {
+  switch (direction) {
+    case CompareDirection::kEq: return "EQ";
+    case CompareDirection::kNe: return "NE";
+    case CompareDirection::kLt: return "LT";
+    case CompareDirection::kLe: return "LE";
+    case CompareDirection::kGt: return "GT";
+    case CompareDirection::kGe: return "GE";
+  }
+  return "?";
 }
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
@@ -248,6 +276,40 @@ int Graph::binary(OpType type, const std::string& name, int a, int b, TensorRole
   const DType dtype = ta.dtype;
   Op op = makeOp(name, type, {a, b});
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
+}
+
+int Graph::compare(CompareDirection direction, const std::string& name, int a, int b, TensorRole role) {
+  const Tensor& ta = checked(a, name);
+  const Tensor& tb = checked(b, name);
+  if (ta.dtype != tb.dtype) {
+    shapeError(name, std::string("Compare operands have different dtypes (") + dtypeName(ta.dtype) + " and " +
+                         dtypeName(tb.dtype) + ")");
+  }
+  Shape out;
+  try {
+    out = broadcastShapes(ta.shape, tb.shape);
+  } catch (const Error& error) {
+    shapeError(name, error.what());
+  }
+  Op op = makeOp(name, OpType::kCompare, {a, b});
+  op.compare = direction;
+  return append(std::move(op), name + ":out", std::move(out), DType::kBool, role);
+}
+
+int Graph::allReduce(const std::string& name, int x, Reduction reduction, int64_t replicas, TensorRole role) {
+  const Tensor& tx = checked(x, name);
+  if (reduction != Reduction::kSum && reduction != Reduction::kMax && reduction != Reduction::kMin)
+    shapeError(name, "an all-reduce sums, or takes the max or min");
+  if (replicas < 1) shapeError(name, "an all-reduce needs at least one replica");
+  if (replicas > 1) {
+    throw Error(ErrorKind::kUnsupported, "op '" + name + "': unsupported: all-reduce across " +
+                                             std::to_string(replicas) +
+                                             " replicas needs the interconnect model (not built yet)");
+  }
+  Op op = makeOp(name, OpType::kAllReduce, {x});
+  op.reduction = reduction;
+  op.replicas = replicas;
+  return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
 }
 
 int Graph::scale(const std::string& name, int x, double scalar, TensorRole role) {
@@ -398,8 +460,10 @@ int Graph::transpose(const std::string& name, int x, std::vector<int64_t> perm, 
 
 int Graph::reduce(const std::string& name, int x, Reduction reduction, std::vector<int64_t> axes, bool keepdims) {
   const Tensor& tx = checked(x, name);
-  if (!isFloat(tx.dtype)) shapeError(name, "reductions need a float tensor");
-  if (reduction == Reduction::kNone) shapeError(name, "a reduction needs sum or mean");
+  if (reduction == Reduction::kNone) shapeError(name, "a reduction needs sum, mean, max or min");
+  const bool extremum = reduction == Reduction::kMax || reduction == Reduction::kMin;
+  if (!isFloat(tx.dtype) && !(extremum && tx.dtype != DType::kBool))
+    shapeError(name, "sum and mean reductions need a float tensor, max and min a number tensor");
   if (axes.empty()) {
     for (size_t i = 0; i < tx.shape.size(); ++i) axes.push_back(static_cast<int64_t>(i));
   }
@@ -914,6 +978,10 @@ std::string Graph::toString() const {
     const Tensor& out = m_tensors[static_cast<size_t>(op.outputs[0])];
     text << "%" << out.id << " = " << opTypeName(op.type);
     if (op.transpose_a || op.transpose_b) text << "[ta=" << op.transpose_a << ",tb=" << op.transpose_b << "]";
+    if (op.type == OpType::kCompare) text << "[" << compareDirectionName(op.compare) << "]";
+    const bool extremum = op.reduction == Reduction::kMax || op.reduction == Reduction::kMin;
+    if (op.type == OpType::kAllReduce || (op.type == OpType::kReduce && extremum))
+      text << "[" << reductionName(op.reduction) << "]";
     text << "(";
     for (size_t i = 0; i < op.inputs.size(); ++i) text << (i ? ", " : "") << "%" << op.inputs[i];
     text << ") : " << dtypeName(out.dtype) << shapeToString(out.shape);

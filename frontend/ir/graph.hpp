@@ -82,7 +82,11 @@ enum class OpType {
   kConv,                     // 2-D convolution: x [N, C, H, W] * w [M, C/group, KH, KW] -> [N, M, OH, OW]
   kConvGradInput,            // dx of a Conv, from (dy, w)
   kConvGradWeight,           // dw of a Conv, from (x, dy)
-  kCast,  // out = x converted to the output's dtype (floats round to nearest even; to integers truncates)
+  kCast,       // out = x converted to the output's dtype (floats round to nearest even; to integers truncates)
+  kMaximum,    // out = max(a, b) (broadcast; NaN if either is NaN)
+  kMinimum,    // out = min(a, b) (broadcast; NaN if either is NaN)
+  kCompare,    // out = a <direction> b as bool (broadcast; Op::compare)
+  kAllReduce,  // out = x reduced across Op::replicas replicas (Op::reduction); 1 replica: a copy
   // Training: losses and optimizers (frontend/ir/graph_training.cpp).
   kMseLoss,          // loss = mean over all elements of (x - targets)^2
   kMseLossGrad,      // dx = 2 (x - targets) / elements
@@ -92,7 +96,11 @@ enum class OpType {
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
 
-enum class Reduction { kNone, kSum, kMean };
+// kMax and kMin apply to Reduce and AllReduce only.
+enum class Reduction { kNone, kSum, kMean, kMax, kMin };
+const char* reductionName(Reduction reduction);
+enum class CompareDirection { kEq, kNe, kLt, kLe, kGt, kGe };
+const char* compareDirectionName(CompareDirection direction);
 enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh };
 const char* unaryKindName(UnaryKind kind);
 
@@ -159,25 +167,27 @@ struct Op {
   OpType type = OpType::kAdd;
   std::vector<int> inputs;
   std::vector<int> outputs;
-  bool transpose_a = false;                // MatMul
-  bool transpose_b = false;                // MatMul
-  double scalar = 0;                       // Scale: the factor; SgdUpdate: the learning rate
-  int64_t axis = 0;                        // Softmax, LogSoftmax: non-negative
-  Reduction reduction = Reduction::kMean;  // NllLoss
-  std::optional<int64_t> ignore_index;     // NllLoss: labels equal to it count for nothing
-  UnaryKind unary = UnaryKind::kAbs;       // Unary, UnaryGrad
-  std::vector<int64_t> perm;               // Transpose: output dim i is input dim perm[i]; Reduce: the axes
-  bool keepdims = true;                    // Reduce
-  std::vector<int64_t> starts;             // Slice, SliceGrad: first index per dimension
-  std::vector<int64_t> steps;              // Slice, SliceGrad: stride per dimension (negative walks back)
-  ConvGeometry conv;                       // Conv and its gradients
-  PoolGeometry pool;                       // Pool and its gradient
+  bool transpose_a = false;                          // MatMul
+  bool transpose_b = false;                          // MatMul
+  double scalar = 0;                                 // Scale: the factor; SgdUpdate: the learning rate
+  int64_t axis = 0;                                  // Softmax, LogSoftmax: non-negative
+  Reduction reduction = Reduction::kMean;            // NllLoss
+  std::optional<int64_t> ignore_index;               // NllLoss: labels equal to it count for nothing
+  UnaryKind unary = UnaryKind::kAbs;                 // Unary, UnaryGrad
+  std::vector<int64_t> perm;                         // Transpose: output dim i is input dim perm[i]; Reduce: the axes
+  bool keepdims = true;                              // Reduce
+  std::vector<int64_t> starts;                       // Slice, SliceGrad: first index per dimension
+  std::vector<int64_t> steps;                        // Slice, SliceGrad: stride per dimension (negative walks back)
+  ConvGeometry conv;                                 // Conv and its gradients
+  PoolGeometry pool;                                 // Pool and its gradient
+  CompareDirection compare = CompareDirection::kEq;  // Compare
+  int64_t replicas = 1;                              // AllReduce: the replica group's size
 
   // Compiler annotations, set by frontend/passes (not by the builders).
   int fusion_group = -1;  // index of the op leading the fusion group this op is in, or -1
   Unit placement = Unit::kUnplaced;
   std::vector<int64_t> mxu_padded;  // MatMul, Conv*: the GEMM's M, K, N rounded up to the MXU tile
-  OptimizerConfig optimizer;               // OptimizerUpdate
+  OptimizerConfig optimizer;        // OptimizerUpdate
   UpdateTarget update_target = UpdateTarget::kParameter;  // OptimizerUpdate
   bool has_rate_input = false;                            // OptimizerUpdate: inputs[3] is a scalar rate
 };
@@ -190,7 +200,15 @@ class Graph {
   // Builders: check operands, infer the output, append the op, return the output id.
   int matmul(const std::string& name, int a, int b, bool transpose_a, bool transpose_b,
              TensorRole role = TensorRole::kActivation);
+  // Add, Sub, Mul, Div, Maximum or Minimum: same dtypes, shapes that broadcast.
   int binary(OpType type, const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation);
+  // A bool tensor of the broadcast shape; a and b share a dtype.
+  int compare(CompareDirection direction, const std::string& name, int a, int b,
+              TensorRole role = TensorRole::kActivation);
+  // kSum, kMax or kMin across a replica group. Only a group of one replica (the
+  // single chip the simulator runs) is supported: a larger one is an unsupported error.
+  int allReduce(const std::string& name, int x, Reduction reduction, int64_t replicas,
+                TensorRole role = TensorRole::kActivation);
   int add(const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation) {
     return binary(OpType::kAdd, name, a, b, role);
   }
@@ -207,7 +225,7 @@ class Graph {
   int unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y);
   // An empty perm reverses the dimensions, as ONNX's default does.
   int transpose(const std::string& name, int x, std::vector<int64_t> perm, TensorRole role = TensorRole::kActivation);
-  // Reduction::kSum or kMean over `axes` (non-negative, any order; empty = all).
+  // Reduction::kSum, kMean, kMax or kMin over `axes` (non-negative, any order; empty = all).
   int reduce(const std::string& name, int x, Reduction reduction, std::vector<int64_t> axes, bool keepdims);
   int broadcastTo(const std::string& name, int x, Shape shape, TensorRole role = TensorRole::kGradient);
   int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis);

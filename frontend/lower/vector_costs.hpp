@@ -39,6 +39,10 @@ inline uint32_t vectorOpsPerElement(ir::OpType type) {
     case ir::OpType::kGatherGrad: return 1;  // add each gathered row into the zeroed table
     case ir::OpType::kWhere: return 1;       // select
     case ir::OpType::kCast: return 1;        // one conversion
+    case ir::OpType::kMaximum:
+    case ir::OpType::kMinimum: return 1;    // max or min
+    case ir::OpType::kCompare: return 1;    // compare
+    case ir::OpType::kAllReduce: return 1;  // one replica: a copy (a group of more is rejected when the graph is built)
     case ir::OpType::kPow:
     case ir::OpType::kPowGrad: return 4;  // exp and log on the vector unit, as a few passes
     case ir::OpType::kPool:

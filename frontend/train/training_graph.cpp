@@ -140,6 +140,22 @@ class Backward {
           accumulate(b, toShapeOf(m_graph.scale(base + "_b.neg", quotient, -1.0, grad), b, base + "_b"));
         }
         break;
+      case OpType::kMaximum:
+      case OpType::kMinimum: {
+        // dy goes to the chosen side; a tie chooses a (max: a >= b, min: a <= b).
+        const ir::CompareDirection chooses_a =
+            op.type == OpType::kMaximum ? ir::CompareDirection::kGe : ir::CompareDirection::kLe;
+        const int mask = m_graph.compare(chooses_a, base + ".mask", a, b, grad);
+        const int zeros = m_graph.scale(base + ".zeros", dy, 0.0, grad);
+        if (needs(a)) accumulate(a, toShapeOf(m_graph.where(base + "_a", mask, dy, zeros, grad), a, base + "_a.sum"));
+        if (needs(b)) accumulate(b, toShapeOf(m_graph.where(base + "_b", mask, zeros, dy, grad), b, base + "_b.sum"));
+        break;
+      }
+      case OpType::kCompare: break;  // a bool result: no gradient flows through it
+      case OpType::kAllReduce:
+        // One replica: the identity. (With more, the gradient of a sum would be an all-reduce of dy.)
+        if (needs(a)) accumulate(a, dy);
+        break;
       case OpType::kScale:
         if (needs(a)) accumulate(a, m_graph.scale(base, dy, op.scalar, grad));
         break;
@@ -165,6 +181,14 @@ class Backward {
         ir::Shape kept = x_shape;
         for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
         int g = m_graph.reshape(base + ".kept", dy, kept, grad);
+        if (op.reduction == ir::Reduction::kMax || op.reduction == ir::Reduction::kMin) {
+          // dy goes to the elements equal to the result; tied elements each get all of it.
+          const int result = m_graph.reshape(base + ".result", op.outputs[0], kept, grad);
+          const int mask = m_graph.compare(ir::CompareDirection::kEq, base + ".mask", a, result, grad);
+          const int zeros = m_graph.scale(base + ".zeros", g, 0.0, grad);
+          accumulate(a, m_graph.where(base, mask, g, zeros, grad));
+          break;
+        }
         if (op.reduction == ir::Reduction::kMean) {
           g = m_graph.scale(
               base + ".mean", g,
@@ -432,6 +456,10 @@ Graph buildInferenceGraph(const ImportedModel& model) {
         break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
+      case OpType::kMaximum:
+      case OpType::kMinimum: out = graph.binary(op.type, op.name, in(0), in(1)); break;
+      case OpType::kCompare: out = graph.compare(op.compare, op.name, in(0), in(1)); break;
+      case OpType::kAllReduce: out = graph.allReduce(op.name, in(0), op.reduction, op.replicas); break;
       case OpType::kPow: out = graph.pow(op.name, in(0), in(1)); break;
       case OpType::kCast: out = graph.cast(op.name, in(0), source.tensor(op.outputs[0]).dtype); break;
       case OpType::kBroadcastTo:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/conv.hpp"
@@ -20,6 +21,16 @@ namespace {
 using ir::OpType;
 using ir::TensorValue;
 
+// Maximum and minimum propagate NaN, as XLA's do.
+template <typename T>
+T floatMax(T x, T y) {
+  return std::isnan(x) || std::isnan(y) ? std::numeric_limits<T>::quiet_NaN() : std::max(x, y);
+}
+template <typename T>
+T floatMin(T x, T y) {
+  return std::isnan(x) || std::isnan(y) ? std::numeric_limits<T>::quiet_NaN() : std::min(x, y);
+}
+
 // Floating arithmetic in T (float, or double for f64; see kernels.hpp).
 template <typename T>
 void binaryFloat(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
@@ -31,7 +42,39 @@ void binaryFloat(OpType type, const TensorValue& a, const TensorValue& b, Tensor
     case OpType::kAdd: run([](T x, T y) { return x + y; }); break;
     case OpType::kSub: run([](T x, T y) { return x - y; }); break;
     case OpType::kMul: run([](T x, T y) { return x * y; }); break;
+    case OpType::kMaximum: run([](T x, T y) { return floatMax(x, y); }); break;
+    case OpType::kMinimum: run([](T x, T y) { return floatMin(x, y); }); break;
     default: run([](T x, T y) { return x / y; }); break;
+  }
+}
+
+template <typename T>
+bool compareValues(ir::CompareDirection direction, T x, T y) {
+  switch (direction) {
+    case ir::CompareDirection::kEq: return x == y;
+    case ir::CompareDirection::kNe: return x != y;
+    case ir::CompareDirection::kLt: return x < y;
+    case ir::CompareDirection::kLe: return x <= y;
+    case ir::CompareDirection::kGt: return x > y;
+    case ir::CompareDirection::kGe: return x >= y;
+  }
+  return false;
+}
+
+// Reduce with max or min; x viewed with the reduced dimensions kept as 1 in `kept`.
+template <typename T>
+void reduceExtremum(bool max, std::span<const T> x, const ir::Shape& x_shape, std::span<T> out, const ir::Shape& kept) {
+  if constexpr (std::is_floating_point_v<T>) {
+    const T start = max ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    if (max) {
+      reduceInto<T>(x, x_shape, out, kept, start, [](T a, T b) { return floatMax(a, b); });
+    } else {
+      reduceInto<T>(x, x_shape, out, kept, start, [](T a, T b) { return floatMin(a, b); });
+    }
+  } else if (max) {
+    reduceInto<T>(x, x_shape, out, kept, std::numeric_limits<T>::lowest(), [](T a, T b) { return std::max(a, b); });
+  } else {
+    reduceInto<T>(x, x_shape, out, kept, std::numeric_limits<T>::max(), [](T a, T b) { return std::min(a, b); });
   }
 }
 
@@ -61,6 +104,8 @@ void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorVa
     case OpType::kAdd: run([](int64_t x, int64_t y) { return x + y; }); break;
     case OpType::kSub: run([](int64_t x, int64_t y) { return x - y; }); break;
     case OpType::kMul: run([](int64_t x, int64_t y) { return x * y; }); break;
+    case OpType::kMaximum: run([](int64_t x, int64_t y) { return std::max(x, y); }); break;
+    case OpType::kMinimum: run([](int64_t x, int64_t y) { return std::min(x, y); }); break;
     default:
       run([](int64_t x, int64_t y) {
         if (y == 0) throw Error(ErrorKind::kInvalidInput, "integer division by zero");
@@ -156,6 +201,8 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
     case OpType::kSub:
     case OpType::kMul:
     case OpType::kDiv:
+    case OpType::kMaximum:
+    case OpType::kMinimum:
       if (TensorValue::isFloating(out.dtype)) {
         binaryFloat<T>(op.type, in(0), in(1), out);
       } else {
@@ -238,6 +285,15 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       const TensorValue& x = in(0);
       ir::Shape kept = x.shape;  // the output with reduced dimensions kept as 1
       for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
+      if (op.reduction == ir::Reduction::kMax || op.reduction == ir::Reduction::kMin) {
+        const bool max = op.reduction == ir::Reduction::kMax;
+        if (TensorValue::isFloating(out.dtype)) {
+          reduceExtremum<double>(max, x.floats, x.shape, y, kept);
+        } else {
+          reduceExtremum<int64_t>(max, x.ints, x.shape, out.ints, kept);
+        }
+        break;
+      }
       reduceSumTo<T>(x.floats, x.shape, y, kept);
       if (op.reduction == ir::Reduction::kMean) {
         const auto count = static_cast<T>(ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept)));
@@ -247,10 +303,34 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
     }
     case OpType::kBroadcastTo: {
       const TensorValue& x = in(0);
-      const std::vector<double> zero(1, 0.0);
-      broadcastBinary<double>(x.floats, x.shape, zero, {}, y, out.shape, [](double a, double) { return a; });
+      if (TensorValue::isFloating(out.dtype)) {
+        const std::vector<double> zero(1, 0.0);
+        broadcastBinary<double>(x.floats, x.shape, zero, {}, y, out.shape, [](double a, double) { return a; });
+      } else {
+        const std::vector<int64_t> zero(1, 0);
+        broadcastBinary<int64_t>(x.ints, x.shape, zero, {}, out.ints, out.shape, [](int64_t a, int64_t) { return a; });
+      }
       break;
     }
+    case OpType::kCompare: {
+      const TensorValue& a = in(0);
+      const TensorValue& b = in(1);
+      const ir::CompareDirection direction = op.compare;
+      if (TensorValue::isFloating(a.dtype)) {
+        broadcastMap<double, int64_t>(
+            a.floats, a.shape, b.floats, b.shape, out.ints, out.shape,
+            [direction](double x, double v) { return compareValues(direction, x, v) ? 1 : 0; });
+      } else {
+        broadcastMap<int64_t, int64_t>(
+            a.ints, a.shape, b.ints, b.shape, out.ints, out.shape,
+            [direction](int64_t x, int64_t v) { return compareValues(direction, x, v) ? 1 : 0; });
+      }
+      break;
+    }
+    case OpType::kAllReduce:  // one replica (the builder allows no more): the reduction of x alone is x
+      out.floats = in(0).floats;
+      out.ints = in(0).ints;
+      break;
     case OpType::kConcat: {
       const int64_t outer = outerOf(out.shape, op.axis);
       const int64_t inner = innerOf(out.shape, op.axis);

@@ -216,7 +216,7 @@ void expectSameValues(const Graph& original, const Graph& folded) {
     if (original.producer(t.id) != nullptr) continue;
     ir::TensorValue value = ir::TensorValue::zeros(t.shape, t.dtype);
     for (size_t i = 0; i < value.ints.size(); ++i) value.ints[i] = static_cast<int64_t>(i % 3);
-    for (float& v : value.floats) v = dist(rng);
+    for (double& v : value.floats) v = dist(rng);
     feeds[t.name] = value;
   }
   // The outputs of removed ops are tensors no op writes: the executor wants a value for each.
