@@ -4,29 +4,14 @@
 #include <algorithm>
 
 #include "frontend/ir/graph.hpp"
+#include "frontend/ir/graph_builders.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::ir {
 
-namespace {
-
-[[noreturn]] void shapeError(const std::string& op, const std::string& detail) {
-  throw Error(ErrorKind::kInvalidInput, "op '" + op + "': " + detail);
-}
-
-bool isFloat(DType dtype) {
-  return isFloatingDType(dtype);
-}
-
-Op makeOp(const std::string& name, OpType type, std::vector<int> inputs) {
-  Op op;
-  op.name = name;
-  op.type = type;
-  op.inputs = std::move(inputs);
-  return op;
-}
-
-}  // namespace
+using builder_detail::isFloat;
+using builder_detail::makeOp;
+using builder_detail::shapeError;
 
 const char* optimizerKindName(OptimizerKind kind) {
   switch (kind) {

@@ -372,6 +372,18 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   finishFusedCore();
 }
 
+void Lowerer::finishGemm(const ir::Op& op, const std::vector<const ir::Op*>& epilogue, std::vector<Access> stores,
+                         std::vector<std::vector<Access>> epilogue_stores, const std::string& tiling, uint64_t tiles,
+                         uint64_t vmem) {
+  recordLowering(op, tiling, tiles, vmem);
+  finish(op, std::move(stores));
+  if (epilogue.empty()) return;
+  Fused members;
+  members.ops = epilogue;
+  members.stores = std::move(epilogue_stores);
+  finishFused(members, "fused behind " + op.name, tiles, vmem);
+}
+
 // A matmul whose rhs has no batch dimensions folds its lhs batch into M (one big
 // product, split by rows over the cores); otherwise the batch is split over the cores.
 void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& epilogue) {
@@ -437,14 +449,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
       emitGemm(job, core, stores, tiles, vmem, tiling);
     }
   }
-  recordLowering(op, tiling, tiles, vmem);
-  finish(op, std::move(stores));
-  if (!epilogue.empty()) {
-    Fused members;
-    members.ops = epilogue;
-    members.stores = std::move(epilogue_stores);
-    finishFused(members, "fused behind " + op.name, tiles, vmem);
-  }
+  finishGemm(op, epilogue, std::move(stores), std::move(epilogue_stores), tiling, tiles, vmem);
 }
 
 // A convolution runs on the MXUs as an implicit GEMM, one per group:
@@ -516,14 +521,7 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
     job.m = rows[core];
     emitGemm(job, core, stores, tiles, vmem, tiling);
   }
-  recordLowering(op, tiling, tiles, vmem);
-  finish(op, std::move(stores));
-  if (!epilogue.empty()) {
-    Fused members;
-    members.ops = epilogue;
-    members.stores = std::move(epilogue_stores);
-    finishFused(members, "fused behind " + op.name, tiles, vmem);
-  }
+  finishGemm(op, epilogue, std::move(stores), std::move(epilogue_stores), tiling, tiles, vmem);
 }
 
 }  // namespace tpusim::lowering

@@ -126,6 +126,10 @@ class Lowerer {
   // ---- lower_gemm.cpp
   void lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& epilogue);
   void lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epilogue);
+  // Records the op's lowering and its (and its epilogue's) writes.
+  void finishGemm(const ir::Op& op, const std::vector<const ir::Op*>& epilogue, std::vector<Access> stores,
+                  std::vector<std::vector<Access>> epilogue_stores, const std::string& tiling, uint64_t tiles,
+                  uint64_t vmem);
   struct GemmOperand;
   struct GemmJob;
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
