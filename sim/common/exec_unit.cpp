@@ -19,6 +19,13 @@ ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
       stat_prefix + ".utilization", "fraction", "busy cycles / total cycles of the run", [busy, total] {
         return total->value() == 0 ? 0.0 : static_cast<double>(busy->value()) / static_cast<double>(total->value());
       });
+  const Counter* waiting = &m_dependency_wait;
+  context.stats->formula(stat_prefix + ".idle_cycles", "cycles",
+                         "cycles with no instruction at the unit: total - busy - dependency wait",
+                         [busy, waiting, total] {
+                           return static_cast<double>(total->value()) - static_cast<double>(busy->value()) -
+                                  static_cast<double>(waiting->value());
+                         });
   SC_THREAD(run);
 }
 

@@ -4,7 +4,7 @@
 // sequencer. It takes the head, waits until the scoreboard shows all of the
 // head's dependencies retired, runs it (`execute`, which advances simulated
 // time) and retires it. Units of one core run concurrently, so independent
-// work overlaps. Stats: busy, waiting-for-dependency and instruction counts,
+// work overlaps. Stats: busy, waiting-for-dependency (operands), idle and instruction counts,
 // and utilization = busy / total cycles of the run.
 #pragma once
 

@@ -50,6 +50,7 @@ void collectParams(const pb::Descriptor* message, const std::string& prefix,
       info.doc = options.GetExtension(config::doc);
       info.positive = options.GetExtension(config::positive);
       if (options.HasExtension(config::min_value)) info.min_value = options.GetExtension(config::min_value);
+      if (options.HasExtension(config::max_value)) info.max_value = options.GetExtension(config::max_value);
       info.choices = splitChoices(options.GetExtension(config::choices));
       switch (field->cpp_type()) {
         case pb::FieldDescriptor::CPPTYPE_INT64:
@@ -288,6 +289,10 @@ void HardwareParams::validate(const ParamInfo& param) const {
   }
   if (param.min_value && value < *param.min_value) {
     throw Error(ErrorKind::kInvalidConfig, "parameter " + param.name + " must be >= " + formatDouble(*param.min_value) +
+                                               " (got " + valueText(param) + unit + ")");
+  }
+  if (param.max_value && value > *param.max_value) {
+    throw Error(ErrorKind::kInvalidConfig, "parameter " + param.name + " must be <= " + formatDouble(*param.max_value) +
                                                " (got " + valueText(param) + unit + ")");
   }
 }

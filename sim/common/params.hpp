@@ -27,6 +27,7 @@ struct ParamInfo {
   std::string default_text;
   bool positive = false;
   std::optional<double> min_value;
+  std::optional<double> max_value;
   std::vector<std::string> choices;  // for strings; empty = any
   // Field path from HardwareConfig to the leaf (all but the last are messages).
   std::vector<const google::protobuf::FieldDescriptor*> path;

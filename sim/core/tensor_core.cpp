@@ -7,10 +7,11 @@ namespace tpusim {
 TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix, const config::HardwareConfig& hw,
                        const UnitContext& context, std::vector<const program::Instruction*> instructions)
     : sc_core::sc_module(name), m_instructions(std::move(instructions)) {
-  const MxuShape mxu_shape{static_cast<uint64_t>(hw.mxu().rows()), static_cast<uint64_t>(hw.mxu().cols())};
+  const ArrayConfig array = arrayConfigOf(hw);
+  const MxuTimingMode mode = timingModeOf(hw);
   for (int64_t i = 0; i < hw.mxu().per_core(); ++i) {
     const std::string unit = "mxu" + std::to_string(i);
-    m_mxus.push_back(std::make_unique<Mxu>(unit.c_str(), stat_prefix + "." + unit, context, mxu_shape));
+    m_mxus.push_back(std::make_unique<Mxu>(unit.c_str(), stat_prefix + "." + unit, context, array, mode));
   }
   const VpuShape vpu_shape{static_cast<uint64_t>(hw.vpu().lanes()), static_cast<uint64_t>(hw.vpu().sublanes()),
                            static_cast<uint64_t>(hw.vpu().pipeline_latency_cycles())};

@@ -1,17 +1,47 @@
 #include "sim/mxu/mxu.hpp"
 
 #include "sim/common/error.hpp"
+#include "sim/mxu/pe_array.hpp"
 
 namespace tpusim {
 
-Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, MxuShape shape)
+ArrayConfig arrayConfigOf(const config::HardwareConfig& hw) {
+  ArrayConfig array;
+  array.rows = static_cast<uint64_t>(hw.mxu().rows());
+  array.cols = static_cast<uint64_t>(hw.mxu().cols());
+  array.dataflow = parseDataflow(hw.mxu().dataflow());
+  array.double_buffered = hw.mxu().register_buffering() != "single";
+  return array;
+}
+
+MxuTimingMode timingModeOf(const config::HardwareConfig& hw) {
+  return hw.mxu().timing() == "pe_by_pe" ? MxuTimingMode::kPeByPe : MxuTimingMode::kClosedForm;
+}
+
+MatmulShape matmulShapeOf(const program::MatMul& matmul) {
+  return MatmulShape{matmul.m(), matmul.k(), matmul.n(), matmul.passes() == 0 ? 1u : matmul.passes()};
+}
+
+Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, ArrayConfig array,
+         MxuTimingMode mode)
     : ExecUnit(name, stat_prefix, context),
-      m_shape(shape),
-      m_macs(context.stats->counter(stat_prefix + ".macs", "MAC", "useful multiply-accumulates")),
-      m_folds(context.stats->counter(stat_prefix + ".folds", "count", "weight tiles loaded into the array")) {
+      m_array(array),
+      m_mode(mode),
+      m_macs(context.stats->counter(stat_prefix + ".macs", "MAC", "useful multiply-accumulates (x passes)")),
+      m_folds(context.stats->counter(stat_prefix + ".folds", "count", "tiles held in the array, one per fold")),
+      m_stream(context.stats->counter(stat_prefix + ".stream_cycles", "cycles",
+                                      "busy cycles in which a vector entered the array")),
+      m_load_stall(context.stats->counter(
+          stat_prefix + ".weight_load_stall_cycles", "cycles",
+          "busy cycles the array waited, before a fold, for its weights to shift in (or, output stationary, for "
+          "results to drain)")),
+      m_fill_drain(context.stats->counter(stat_prefix + ".fill_drain_cycles", "cycles",
+                                          "busy cycles after an instruction's last vector entered, until its last "
+                                          "result left the array")) {
+  checkArray(array);
   const Counter* macs = &m_macs;
   const Counter* total = context.total_cycles;
-  const double peak_per_cycle = static_cast<double>(shape.rows * shape.cols);
+  const double peak_per_cycle = static_cast<double>(array.rows * array.cols);
   context.stats->formula(stat_prefix + ".mac_utilization", "fraction", "useful MACs / (rows x cols x total cycles)",
                          [macs, total, peak_per_cycle] {
                            return total->value() == 0 ? 0.0
@@ -24,10 +54,14 @@ void Mxu::execute(const program::Instruction& instruction) {
   if (!instruction.has_matmul()) {
     throw Error(ErrorKind::kInternal, "MXU received non-matmul instruction " + instruction.name());
   }
-  const program::MatMul& mm = instruction.matmul();
-  const WsTiming timing = weightStationaryTiming(mm.m(), mm.k(), mm.n(), m_shape);
+  const MatmulShape shape = matmulShapeOf(instruction.matmul());
+  const ArrayTiming timing =
+      m_mode == MxuTimingMode::kPeByPe ? simulatePeArray(m_array, shape, {}).timing : arrayTiming(m_array, shape);
   m_macs.add(timing.macs);
   m_folds.add(timing.folds);
+  m_stream.add(timing.stream_cycles);
+  m_load_stall.add(timing.load_stall_cycles);
+  m_fill_drain.add(timing.fill_drain_cycles);
   wait(clock().cycles(timing.cycles));
 }
 

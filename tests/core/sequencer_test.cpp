@@ -3,7 +3,7 @@
 
 #include "sim/chip/driver.hpp"
 #include "sim/core/vector_unit.hpp"
-#include "sim/mxu/ws_timing.hpp"
+#include "sim/mxu/array_timing.hpp"
 #include "tests/support/program_builder.hpp"
 #include "tests/support/test_hardware.hpp"
 
@@ -109,7 +109,7 @@ TEST(Mxu, SimulatedCyclesEqualClosedForm) {
   testing::ProgramBuilder b;
   b.matmul(1024, 256, 384, {});
   const SimResult result = simulate(b.program(), testHardware());
-  EXPECT_EQ(result.total_cycles, weightStationaryTiming(1024, 256, 384, {128, 128}).cycles);
+  EXPECT_EQ(result.total_cycles, arrayTiming(ArrayConfig{}, MatmulShape{1024, 256, 384, 1}).cycles);
   EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.mxu0.macs"), 1024.0 * 256 * 384);
   EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.mxu0.folds"), 6);
 }

@@ -1,0 +1,56 @@
+#include "sim/mxu/array_config.hpp"
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+const char* dataflowName(Dataflow dataflow) {
+  switch (dataflow) {
+    case Dataflow::kWeightStationary: return "weight_stationary";
+    case Dataflow::kInputStationary: return "input_stationary";
+    case Dataflow::kOutputStationary: return "output_stationary";
+  }
+  return "?";
+}
+
+Dataflow parseDataflow(const std::string& name) {
+  for (Dataflow dataflow : {Dataflow::kWeightStationary, Dataflow::kInputStationary, Dataflow::kOutputStationary}) {
+    if (name == dataflowName(dataflow)) return dataflow;
+  }
+  throw Error(ErrorKind::kInvalidConfig,
+              "unknown MXU dataflow '" + name + "' (choose weight_stationary, input_stationary or output_stationary)");
+}
+
+void checkArray(const ArrayConfig& array) {
+  for (const auto& [edge, what] : {std::pair{array.rows, "rows"}, std::pair{array.cols, "columns"}}) {
+    if (edge == 0 || edge > kMaxArrayEdge) {
+      throw Error(ErrorKind::kInvalidConfig, "an MXU of " + std::to_string(array.rows) + " x " +
+                                                 std::to_string(array.cols) + " PEs is not supported: " + what +
+                                                 " must be 1 to " + std::to_string(kMaxArrayEdge));
+    }
+  }
+}
+
+void checkShape(const MatmulShape& shape) {
+  if (shape.m == 0 || shape.k == 0 || shape.n == 0 || shape.passes == 0) {
+    throw Error(ErrorKind::kInvalidInput, "a matmul of " + std::to_string(shape.m) + " x " + std::to_string(shape.k) +
+                                              " x " + std::to_string(shape.n) + " in " + std::to_string(shape.passes) +
+                                              " passes is empty: every dimension must be at least 1");
+  }
+}
+
+FoldGeometry foldGeometry(const ArrayConfig& array, const MatmulShape& shape) {
+  FoldGeometry g{};
+  switch (array.dataflow) {
+    case Dataflow::kWeightStationary: g.stream = shape.m, g.along_rows = shape.k, g.along_cols = shape.n; break;
+    case Dataflow::kInputStationary: g.stream = shape.n, g.along_rows = shape.k, g.along_cols = shape.m; break;
+    case Dataflow::kOutputStationary: g.stream = shape.k, g.along_rows = shape.m, g.along_cols = shape.n; break;
+  }
+  g.row_blocks = (g.along_rows + array.rows - 1) / array.rows;
+  g.col_blocks = (g.along_cols + array.cols - 1) / array.cols;
+  g.last_cols = g.along_cols - (g.col_blocks - 1) * array.cols;
+  g.folds = shape.passes * g.row_blocks * g.col_blocks;
+  return g;
+}
+
+}  // namespace tpusim
