@@ -51,8 +51,10 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   CompileOptions options;
   options.print_ir_after = request.print_ir_after;
   options.ir_out = &std::cerr;
-  Compiled compiled =
-      compileGraph(built.graph, hw, LowerOptions{name, built.mode, static_cast<uint64_t>(built.model.batch)}, options);
+  LowerOptions lower{name, built.mode, static_cast<uint64_t>(built.model.batch)};
+  lower.matmul_precision = request.matmul_precision;
+  lower.tiling_objective = request.tiling_objective;
+  Compiled compiled = compileGraph(built.graph, hw, lower, options);
   if (timings) {
     timings->push_back({"import_and_training_graph", built_in.count()});
     timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());

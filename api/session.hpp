@@ -40,6 +40,8 @@ struct RunRequest {
   std::string remat = "none";     // none or all
   // Compiler: print the IR after these passes (names from compilerPassNames(), or "all") to stderr.
   std::vector<std::string> print_ir_after;
+  std::string matmul_precision = "default";  // f32 matmuls: default, high or highest (1, 3, 6 bf16 passes)
+  std::string tiling_objective = "cycles";   // GEMM tiles by estimated cycles, or by HBM bytes
   // Report: list every executed instruction in report.json's "ops" (large for big models).
   bool instruction_timeline = true;
 };

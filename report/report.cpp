@@ -61,6 +61,7 @@ struct PerOp {
 PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, const HardwareParams& hw) {
   struct Totals {
     uint64_t instructions = 0, mxu = 0, vpu = 0, dma = 0, flops = 0, hbm_bytes = 0;
+    uint64_t mxu_wait = 0, folds = 0, macs = 0, stream = 0, stall = 0, fill_drain = 0;
     uint64_t start = UINT64_MAX, end = 0;
   };
   const config::HardwareConfig& config = hw.config();
@@ -68,6 +69,7 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
   const double units[3] = {cores * static_cast<double>(config.mxu().per_core()), cores,
                            cores * static_cast<double>(config.dma().engines_per_core())};
   const char* kinds[3] = {"mxu", "vpu", "dma"};
+  const double pes = static_cast<double>(config.mxu().rows() * config.mxu().cols());
   const auto bound = [&](const Totals& t, nlohmann::ordered_json& entry) {
     const double per_unit[3] = {static_cast<double>(t.mxu) / units[0], static_cast<double>(t.vpu) / units[1],
                                 static_cast<double>(t.dma) / units[2]};
@@ -87,6 +89,14 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     entry["dma_busy_cycles"] = t.dma;
     entry["flops"] = t.flops;
     entry["hbm_bytes"] = t.hbm_bytes;
+    if (t.mxu > 0) {
+      entry["mxu_folds"] = t.folds;
+      entry["mxu_stream_cycles"] = t.stream;
+      entry["mxu_weight_load_stall_cycles"] = t.stall;
+      entry["mxu_fill_drain_cycles"] = t.fill_drain;
+      entry["mxu_operand_wait_cycles"] = t.mxu_wait;
+      entry["mxu_mac_utilization"] = static_cast<double>(t.macs) / (pes * static_cast<double>(t.mxu));
+    }
     bound(t, entry);
   };
   std::map<std::string, size_t> index;
@@ -101,7 +111,12 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     ++t.instructions;
     t.start = std::min(t.start, event.start_cycle);
     t.end = std::max(t.end, event.end_cycle);
-    if (ins.unit() == program::MXU) t.mxu += busy;
+    if (ins.unit() == program::MXU) {
+      t.mxu += busy;
+      t.mxu_wait += event.wait_cycles;
+      t.folds += event.folds, t.macs += event.macs, t.stream += event.stream_cycles;
+      t.stall += event.stall_cycles, t.fill_drain += event.fill_drain_cycles;
+    }
     if (ins.unit() == program::VPU) t.vpu += busy;
     if (ins.unit() == program::DMA) {
       t.dma += busy;
@@ -134,6 +149,8 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     sum.start = std::min(sum.start, t.start);
     sum.end = std::max(sum.end, t.end);
     sum.mxu += t.mxu, sum.vpu += t.vpu, sum.dma += t.dma, sum.flops += t.flops, sum.hbm_bytes += t.hbm_bytes;
+    sum.mxu_wait += t.mxu_wait, sum.folds += t.folds, sum.macs += t.macs, sum.stream += t.stream;
+    sum.stall += t.stall, sum.fill_drain += t.fill_drain;
   }
   for (const std::string& name : layer_order) {
     nlohmann::ordered_json entry;

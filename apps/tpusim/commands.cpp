@@ -42,7 +42,11 @@ po::options_description modelOptions(ModelOptions& o) {
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off")(
       "print-ir-after", po::value(&o.training.print_ir_after)->composing(),
-      "print the IR to stderr after a compiler pass (repeatable; a pass name or all)");
+      "print the IR to stderr after a compiler pass (repeatable; a pass name or all)")(
+      "matmul-precision", po::value(&o.training.matmul_precision)->default_value(o.training.matmul_precision),
+      "f32 matmuls on the MXU: default (1 bf16 pass), high (3) or highest (6), as XLA (docs/mxu.md)")(
+      "tiling-objective", po::value(&o.training.tiling_objective)->default_value(o.training.tiling_objective),
+      "GEMM tiles with the fewest estimated cycles (cycles) or the fewest HBM bytes (bytes)");
   RunRequest& t = o.training;
   po::options_description train("training options (docs/frontend.md)");
   train.add_options()("loss", po::value(&t.loss)->default_value(t.loss), "auto, softmax_cross_entropy or mse")(

@@ -110,9 +110,11 @@ program::DType toProgramDType(DType dtype) {
 }
 
 Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw,
-                 program::ChipProgram& chip)
+                 const LowerOptions& options, program::ChipProgram& chip)
     : m_graph(graph),
       m_hw(hw),
+      m_f32_passes(matmulPassesOf(options.matmul_precision)),
+      m_tile_for_cycles(options.tiling_objective == "cycles"),
       m_chip(chip),
       m_plan(plan),
       m_layers(assignLayers(graph)),
@@ -367,8 +369,20 @@ program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, 
   result.set_batch(options.batch);
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);
-  lowering::Lowerer(graph, plan, hw.config(), *chip).run();
+  if (options.tiling_objective != "cycles" && options.tiling_objective != "bytes") {
+    throw Error(ErrorKind::kInvalidConfig,
+                "unknown tiling objective '" + options.tiling_objective + "' (choose cycles or bytes)");
+  }
+  lowering::Lowerer(graph, plan, hw.config(), options, *chip).run();
   return result;
+}
+
+uint64_t matmulPassesOf(const std::string& precision) {
+  if (precision == "default") return 1;
+  if (precision == "high") return 3;
+  if (precision == "highest") return 6;
+  throw Error(ErrorKind::kInvalidConfig,
+              "unknown matmul precision '" + precision + "' (choose default, high or highest)");
 }
 
 }  // namespace tpusim

@@ -1,12 +1,13 @@
 // Lowering: an IR graph becomes a one-chip Program for a given preset.
 //
-// This first compiler keeps every tensor in HBM between ops (no fusion, no
-// VMEM residency yet). Each op is split across the chip's TensorCores along
-// its leading output dimension. A matmul whose rhs has no batch dimensions
-// folds the lhs batch into M and splits rows over the cores; a batched one
-// splits its batch over the cores. On a core a matmul is split along N
-// across the MXUs. Reshapes are views and emit nothing. Per core and op: DMA loads of the inputs
-// into VMEM (engine 0), the compute, a DMA store of the result (last engine).
+// Each op is split across the chip's TensorCores along its leading output
+// dimension, then tiled to fit VMEM (tiling.hpp). A matmul whose rhs has no
+// batch dimensions folds the lhs batch into M and splits rows over the cores;
+// a batched one splits its batch over the cores. On a core each GEMM tile is
+// spread over the MXUs by columns or by rows, whichever the MXU's closed form
+// says finishes sooner. Reshapes are views and emit nothing. Per core and op:
+// DMA loads of the tiles into VMEM (engine 0), the compute, DMA stores of the
+// results (last engine).
 // Dependencies follow the HBM buffers: read-after-write, write-after-read and
 // write-after-write, so units overlap exactly as far as the data allows.
 #pragma once
@@ -25,7 +26,15 @@ struct LowerOptions {
   std::string model;  // shown in reports
   std::string mode;   // "training" or "inference"
   uint64_t batch = 0;
+  // f32 matmuls and convolutions on the MXU as 1, 3 or 6 bf16 passes, as XLA's
+  // precision config DEFAULT, HIGH and HIGHEST (docs/mxu.md).
+  std::string matmul_precision = "default";
+  // GEMM tiles: "cycles" (the fewest estimated cycles, then bytes) or "bytes" (the fewest HBM bytes).
+  std::string tiling_objective = "cycles";
 };
+
+// 1, 3 or 6 for "default", "high", "highest"; anything else is an invalid-config error.
+uint64_t matmulPassesOf(const std::string& precision);
 
 // Throws Error (kResource) when the tensors do not fit HBM (naming the
 // largest) or one op's working set does not fit VMEM (naming the op).

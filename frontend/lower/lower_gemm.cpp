@@ -5,6 +5,7 @@
 #include "frontend/lower/lowerer.hpp"
 #include "frontend/lower/tiling.hpp"
 #include "sim/common/error.hpp"
+#include "sim/mxu/array_config.hpp"
 
 namespace tpusim::lowering {
 
@@ -36,6 +37,16 @@ std::string tilingText(const GemmTiling& tiling) {
 }
 
 }  // namespace
+
+GemmCostModel Lowerer::costModel(DType input_dtype) const {
+  GemmCostModel model;
+  model.array = arrayConfigOf(m_hw);
+  model.mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
+  model.passes = input_dtype == DType::kF32 ? m_f32_passes : 1;
+  const double cores = static_cast<double>(m_hw.chip().tensor_cores());
+  model.hbm_bytes_per_cycle = m_hw.hbm().bandwidth_gbps() * 1e9 / (m_hw.chip().clock_mhz() * 1e6) / cores;
+  return model;
+}
 
 // One operand of a GEMM job. `total` is its bytes over every item and the whole of
 // the dimensions it spans; a tile moves the fraction of it that the tile covers.
@@ -69,7 +80,17 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                        uint64_t& vmem_held, std::string& tiling_text) {
   using Axis = GemmOperand::Axis;
   const ir::Op& op = *job.op;
-  const uint64_t mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
+  const GemmCostModel model = costModel(job.input_dtype);
+  // The first core's call describes the op's tiling, ending with how tiles met the MXUs.
+  const bool describe = tiling_text.empty();
+  bool split_by_rows = false, split_by_cols = false;
+  const auto describeSplit = [&] {
+    if (!describe) return;
+    tiling_text += split_by_rows && split_by_cols ? " mxu_split=rows,cols"
+                   : split_by_rows                ? " mxu_split=rows"
+                                                  : " mxu_split=cols";
+    if (model.passes > 1) tiling_text += numbered(" passes=", model.passes);
+  };
   const uint64_t align = static_cast<uint64_t>(m_hw.mxu().cols());
   const bool fusing = job.epilogue && !job.epilogue->empty();
   const FusedFootprint footprint = fusing ? fusedFootprint(*job.epilogue, job.out.tensor) : FusedFootprint{};
@@ -119,24 +140,29 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     return static_cast<double>(operand.total) / static_cast<double>(product(items, rows, cols));
   };
 
-  // One tile on the MXUs: its columns split over the core's MXUs, all reading lhs and rhs.
+  // One tile on the MXUs: its columns or its rows split over the core's MXUs
+  // (chooseMxuSplit), all reading lhs and rhs.
   const auto compute = [&](const std::string& part, uint64_t m, uint64_t k, uint64_t n, uint32_t lhs, uint32_t rhs,
                            uint32_t out, const std::vector<uint32_t>& deps) {
     std::vector<uint32_t> ids;
-    const std::vector<Span> cols = splitEvenly({0, n}, mxus);
-    for (uint32_t mxu = 0; mxu < cols.size(); ++mxu) {
+    const MxuSplit split = chooseMxuSplit(m, k, n, model);
+    (split.by_rows ? split_by_rows : split_by_cols) = true;
+    const std::vector<Span> pieces = splitEvenly({0, split.by_rows ? m : n}, split.pieces);
+    for (uint32_t mxu = 0; mxu < pieces.size(); ++mxu) {
+      const uint64_t rows = split.by_rows ? pieces[mxu].size() : m;
+      const uint64_t cols = split.by_rows ? n : pieces[mxu].size();
       program::Instruction& ins = newInstruction(op, part + numbered("mxu", mxu), program::MXU, core, mxu);
       program::MatMul* mm = ins.mutable_matmul();
-      mm->set_m(m);
+      mm->set_m(rows);
       mm->set_k(k);
-      mm->set_n(cols[mxu].size());
+      mm->set_n(cols);
+      mm->set_passes(static_cast<uint32_t>(model.passes));
       mm->set_input_dtype(toProgramDType(job.input_dtype));
-      mm->set_accumulate_dtype(program::F32);
+      mm->set_accumulate_dtype(job.input_dtype == DType::kInt8 ? program::INT32 : program::F32);
       mm->set_transpose_lhs(job.transpose_lhs);
       mm->set_transpose_rhs(job.transpose_rhs);
-      ins.set_flops(2 * m * k * cols[mxu].size());
-      ins.set_bytes((m * k + k * cols[mxu].size()) * dtypeBytes(job.input_dtype) +
-                    m * cols[mxu].size() * dtypeBytes(job.output_dtype));
+      ins.set_flops(2 * rows * k * cols);
+      ins.set_bytes((rows * k + k * cols) * dtypeBytes(job.input_dtype) + rows * cols * dtypeBytes(job.output_dtype));
       ins.add_reads(lhs);
       ins.add_reads(rhs);
       ins.add_writes(out);
@@ -267,10 +293,11 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     tiles += groups.size();
     vmem_held = std::max(vmem_held, resident + (groups.size() > 1 ? 2 : 1) * per_item * group);
     if (tiling_text.empty()) tiling_text = numbered("items ", group) + " per tile";
+    describeSplit();
     return;
   }
 
-  const GemmTiling tiling = chooseGemmTiling(item, vmem, align);
+  const GemmTiling tiling = chooseGemmTiling(item, vmem, align, m_tile_for_cycles ? &model : nullptr);
   if (tiling_text.empty()) tiling_text = tilingText(tiling);
   vmem_held = std::max(vmem_held, tiling.vmem_bytes);
   uint32_t slots[3][2];
@@ -370,6 +397,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     }
   }
   finishFusedCore();
+  describeSplit();
 }
 
 void Lowerer::finishGemm(const ir::Op& op, const std::vector<const ir::Op*>& epilogue, std::vector<Access> stores,

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
+#include "frontend/lower/lower.hpp"
+#include "frontend/lower/tiling.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "sim/common/params.hpp"
 #include "traces/program.pb.h"
@@ -49,7 +51,8 @@ program::DType toProgramDType(DType dtype);
 
 class Lowerer {
  public:
-  Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw, program::ChipProgram& chip);
+  Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw, const LowerOptions& options,
+          program::ChipProgram& chip);
   void run();
 
  private:
@@ -143,6 +146,9 @@ class Lowerer {
 
   const ir::Graph& m_graph;
   const config::HardwareConfig& m_hw;
+  uint64_t m_f32_passes;   // bf16 passes of an f32 product (LowerOptions::matmul_precision)
+  bool m_tile_for_cycles;  // LowerOptions::tiling_objective
+  GemmCostModel costModel(DType input_dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op

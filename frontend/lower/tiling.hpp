@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "sim/mxu/array_timing.hpp"
+
 namespace tpusim {
 
 // One core's share of a GEMM out[m, n] = lhs[m, k] x rhs[k, n], element sizes in bytes.
@@ -34,14 +36,39 @@ struct GemmTiling {
   uint64_t m_tile = 0;
   uint64_t n_block = 0;
   uint64_t k_tile = 0;
-  uint64_t vmem_bytes = 0;  // the most VMEM the op holds at once on the core
-  uint64_t hbm_bytes = 0;   // bytes the core moves (lhs and rhs loads, out stores)
+  uint64_t vmem_bytes = 0;        // the most VMEM the op holds at once on the core
+  uint64_t hbm_bytes = 0;         // bytes the core moves (lhs and rhs loads, out stores)
+  uint64_t mxu_cycles = 0;        // with a cost model: the MXU cycles of all its tiles, edge tiles included
+  uint64_t estimated_cycles = 0;  // with a cost model: the double-buffered pipeline's cycles
 };
 
-// Chooses the blocking with the fewest HBM bytes that fits `vmem_bytes`; tile
-// edges are multiples of `align` (the MXU's edge) unless a dimension is smaller.
-// Throws Error (kResource) when not even an align x align tile fits.
-GemmTiling chooseGemmTiling(const GemmShape& shape, uint64_t vmem_bytes, uint64_t align);
+// What the compiler knows of one TensorCore to time a tiling: its MXUs (timed
+// by the simulator's own closed form, sim/mxu/array_timing.hpp) and its share of
+// HBM bandwidth.
+struct GemmCostModel {
+  ArrayConfig array;
+  uint64_t mxus = 1;
+  uint64_t passes = 1;             // bf16 passes per product (f32 precision)
+  double hbm_bytes_per_cycle = 1;  // this core's share
+};
+
+// How one tile is spread over the core's MXUs: its columns (each MXU holds
+// different weights) or its rows (each streams different rows past the same
+// weights), whichever finishes sooner; `cycles` is the slowest piece's.
+struct MxuSplit {
+  bool by_rows = false;
+  uint64_t pieces = 1;
+  uint64_t cycles = 0;
+};
+MxuSplit chooseMxuSplit(uint64_t m, uint64_t k, uint64_t n, const GemmCostModel& model);
+
+// Chooses a blocking that fits `vmem_bytes`: without a cost model the one with
+// the fewest HBM bytes; with one, the fewest estimated cycles (max of transfer
+// and MXU time, edge tiles timed exactly, plus resident-block reloads), then bytes.
+// Tile edges are multiples of `align` (the MXU's edge) unless a dimension is
+// smaller. Throws Error (kResource) when not even an align x align tile fits.
+GemmTiling chooseGemmTiling(const GemmShape& shape, uint64_t vmem_bytes, uint64_t align,
+                            const GemmCostModel* model = nullptr);
 
 // Rows per tile when `resident` bytes stay in VMEM and each row streams
 // `row_bytes` (double-buffered); all rows when they fit at once. Throws Error

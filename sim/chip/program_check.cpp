@@ -36,6 +36,20 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
     fail(where + " runs on core " + std::to_string(ins.core()) + " but " + hw.name() + " has " +
          std::to_string(hw.chip().tensor_cores()) + " TensorCore(s)");
   }
+  const auto checkMxuDTypes = [&](const program::MatMul& mm, const std::string& at) {
+    // What the MXU multiplies (docs/mxu.md): bf16, f16 and int8 in one pass, f32 in 1, 3 or 6 bf16 passes.
+    const program::DType in = mm.input_dtype(), acc = mm.accumulate_dtype();
+    const bool pair_ok = ((in == program::BF16 || in == program::F16 || in == program::F32) && acc == program::F32) ||
+                         (in == program::INT8 && acc == program::INT32);
+    if (!pair_ok) {
+      fail(at + " multiplies " + program::DType_Name(in) + " into " + program::DType_Name(acc) +
+           ", which the MXU does not support (bf16, f16 or f32 into f32; int8 into int32)");
+    }
+    const uint32_t passes = mm.passes() == 0 ? 1 : mm.passes();
+    if (passes != 1 && !(in == program::F32 && (passes == 3 || passes == 6))) {
+      fail(at + " asks for " + std::to_string(passes) + " passes; an f32 matmul takes 1, 3 or 6, others 1");
+    }
+  };
   switch (ins.unit()) {
     case program::MXU:
       if (!ins.has_matmul()) fail(where + " is on an MXU but is not a matmul");
@@ -44,6 +58,7 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
              std::to_string(hw.mxu().per_core()));
       }
       if (ins.matmul().m() == 0 || ins.matmul().k() == 0 || ins.matmul().n() == 0) fail(where + " is an empty matmul");
+      checkMxuDTypes(ins.matmul(), where);
       break;
     case program::VPU:
       if (!ins.has_vector()) fail(where + " is on the vector unit but is not a vector op");

@@ -38,11 +38,13 @@ void ExecUnit::run() {
     while (!m_context.scoreboard->ready(instruction->id())) wait(m_context.scoreboard->retiredEvent());
     const uint64_t start = clock().now();
     m_dependency_wait.add(start - arrived);
+    m_event = TimelineEvent{m_context.chip, instruction->id(), m_timeline_id, start, 0, start - arrived};
     execute(*instruction);
     const uint64_t end = clock().now();
     m_busy.add(end - start);
     m_instructions.add();
-    m_context.timeline->record({m_context.chip, instruction->id(), m_timeline_id, start, end});
+    m_event.end_cycle = end;
+    m_context.timeline->record(m_event);
     m_context.scoreboard->retire(instruction->id());
   }
 }

@@ -47,6 +47,8 @@ class ExecUnit : public sc_core::sc_module {
   virtual void execute(const program::Instruction& instruction) = 0;
 
   const UnitContext& context() const { return m_context; }
+  // The timeline event of the running instruction, for a unit to add its detail to.
+  TimelineEvent& currentEvent() { return m_event; }
   const ClockDomain& clock() const { return *m_context.clock; }
 
  private:
@@ -59,6 +61,7 @@ class ExecUnit : public sc_core::sc_module {
   Counter& m_busy;
   Counter& m_dependency_wait;
   Counter& m_instructions;
+  TimelineEvent m_event;
 };
 
 }  // namespace tpusim

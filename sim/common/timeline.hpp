@@ -15,6 +15,13 @@ struct TimelineEvent {
   uint32_t unit = 0;         // index into Timeline::unitNames()
   uint64_t start_cycle = 0;
   uint64_t end_cycle = 0;
+  uint64_t wait_cycles = 0;  // at the head of the unit's queue, waiting for its dependencies (operands)
+  // MXU instructions only (array_timing.hpp): end - start = stream + stall + fill_drain.
+  uint64_t folds = 0;
+  uint64_t macs = 0;  // MACs the PEs performed (x passes)
+  uint64_t stream_cycles = 0;
+  uint64_t stall_cycles = 0;
+  uint64_t fill_drain_cycles = 0;
 };
 
 class Timeline {

@@ -53,4 +53,13 @@ FoldGeometry foldGeometry(const ArrayConfig& array, const MatmulShape& shape) {
   return g;
 }
 
+ArrayConfig arrayConfigOf(const config::HardwareConfig& hw) {
+  ArrayConfig array;
+  array.rows = static_cast<uint64_t>(hw.mxu().rows());
+  array.cols = static_cast<uint64_t>(hw.mxu().cols());
+  array.dataflow = parseDataflow(hw.mxu().dataflow());
+  array.double_buffered = hw.mxu().register_buffering() != "single";
+  return array;
+}
+
 }  // namespace tpusim

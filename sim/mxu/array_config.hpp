@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "configs/hardware.pb.h"
+
 namespace tpusim {
 
 enum class Dataflow { kWeightStationary, kInputStationary, kOutputStationary };
@@ -52,5 +54,8 @@ struct FoldGeometry {
   uint64_t folds;       // passes x row_blocks x col_blocks
 };
 FoldGeometry foldGeometry(const ArrayConfig& array, const MatmulShape& shape);
+
+// The array of a preset (mxu.rows, mxu.cols, mxu.dataflow, mxu.register_buffering).
+ArrayConfig arrayConfigOf(const config::HardwareConfig& hw);
 
 }  // namespace tpusim

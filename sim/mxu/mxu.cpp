@@ -5,15 +5,6 @@
 
 namespace tpusim {
 
-ArrayConfig arrayConfigOf(const config::HardwareConfig& hw) {
-  ArrayConfig array;
-  array.rows = static_cast<uint64_t>(hw.mxu().rows());
-  array.cols = static_cast<uint64_t>(hw.mxu().cols());
-  array.dataflow = parseDataflow(hw.mxu().dataflow());
-  array.double_buffered = hw.mxu().register_buffering() != "single";
-  return array;
-}
-
 MxuTimingMode timingModeOf(const config::HardwareConfig& hw) {
   return hw.mxu().timing() == "pe_by_pe" ? MxuTimingMode::kPeByPe : MxuTimingMode::kClosedForm;
 }
@@ -62,6 +53,12 @@ void Mxu::execute(const program::Instruction& instruction) {
   m_stream.add(timing.stream_cycles);
   m_load_stall.add(timing.load_stall_cycles);
   m_fill_drain.add(timing.fill_drain_cycles);
+  TimelineEvent& event = currentEvent();
+  event.folds = timing.folds;
+  event.macs = timing.macs;
+  event.stream_cycles = timing.stream_cycles;
+  event.stall_cycles = timing.load_stall_cycles;
+  event.fill_drain_cycles = timing.fill_drain_cycles;
   wait(clock().cycles(timing.cycles));
 }
 

@@ -34,8 +34,6 @@ class Mxu : public ExecUnit {
   Counter& m_fill_drain;
 };
 
-// The array of a preset (mxu.rows, mxu.cols, mxu.dataflow, mxu.register_buffering).
-ArrayConfig arrayConfigOf(const config::HardwareConfig& hw);
 MxuTimingMode timingModeOf(const config::HardwareConfig& hw);
 // The shape an MXU instruction asks for (passes 0 in an old Program means 1).
 MatmulShape matmulShapeOf(const program::MatMul& matmul);

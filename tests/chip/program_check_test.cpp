@@ -25,6 +25,24 @@ TEST(ProgramCheck, ForwardOrSelfDependencyIsRejectedAsCyclic) {
   EXPECT_NE(problemWith(b.program()).find("cyclic or out of dependency order"), std::string::npos);
 }
 
+TEST(ProgramCheck, UnsupportedMxuDTypesAndPassesAreRejected) {
+  testing::ProgramBuilder pair;
+  pair.matmul(8, 8, 8, {});
+  pair.program().mutable_chips(0)->mutable_instructions(0)->mutable_matmul()->set_input_dtype(program::INT8);
+  EXPECT_EQ(problemWith(pair.program()),
+            "instruction 0 (mm0) multiplies INT8 into F32, which the MXU does not support (bf16, f16 or f32 into "
+            "f32; int8 into int32)");
+  testing::ProgramBuilder f64;
+  f64.matmul(8, 8, 8, {});
+  f64.program().mutable_chips(0)->mutable_instructions(0)->mutable_matmul()->set_input_dtype(program::F64);
+  EXPECT_NE(problemWith(f64.program()).find("multiplies F64 into F32"), std::string::npos);
+  testing::ProgramBuilder passes;
+  passes.matmul(8, 8, 8, {});
+  passes.program().mutable_chips(0)->mutable_instructions(0)->mutable_matmul()->set_passes(3);
+  EXPECT_EQ(problemWith(passes.program()),
+            "instruction 0 (mm0) asks for 3 passes; an f32 matmul takes 1, 3 or 6, others 1");
+}
+
 TEST(ProgramCheck, UnitsMustExistOnThePreset) {
   testing::ProgramBuilder mxu;
   mxu.matmul(8, 8, 8, {}, 0, 4);  // tpuv4 has MXUs 0..3

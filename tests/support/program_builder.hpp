@@ -25,6 +25,8 @@ class ProgramBuilder {
     ins.mutable_matmul()->set_m(m);
     ins.mutable_matmul()->set_k(k);
     ins.mutable_matmul()->set_n(n);
+    ins.mutable_matmul()->set_input_dtype(program::BF16);
+    ins.mutable_matmul()->set_accumulate_dtype(program::F32);
     return ins.id();
   }
   uint32_t vector(uint64_t elements, uint32_t ops, std::initializer_list<uint32_t> deps, uint32_t core = 0) {
