@@ -162,6 +162,50 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
   return out;
 }
 
+// The MXUs over the step, and the ops that keep them busiest: how much of the
+// array each op's shape can use (mapping efficiency) and how much it did use
+// while it ran (MAC utilization), with the busy time split by cause.
+void appendMxuSummary(const nlohmann::ordered_json& report, std::ostringstream& out) {
+  if (!report.contains("per_op")) return;
+  uint64_t busy = 0, stream = 0, stall = 0, fill_drain = 0;
+  std::vector<std::pair<uint64_t, size_t>> order;
+  const auto& ops = report["per_op"];
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].contains("mxu_folds")) continue;
+    const uint64_t op_busy = ops[i]["mxu_busy_cycles"].get<uint64_t>();
+    busy += op_busy;
+    stream += ops[i]["mxu_stream_cycles"].get<uint64_t>();
+    stall += ops[i]["mxu_weight_load_stall_cycles"].get<uint64_t>();
+    fill_drain += ops[i]["mxu_fill_drain_cycles"].get<uint64_t>();
+    order.emplace_back(op_busy, i);
+  }
+  if (busy == 0) return;
+  double macs = 0, units = 0;
+  for (const auto& [name, unit] : report["units"].items()) {
+    if (!unit.contains("mac_utilization")) continue;
+    macs += unit["mac_utilization"].get<double>();
+    units += 1;
+  }
+  char line[256];
+  const double b = static_cast<double>(busy);
+  std::snprintf(line, sizeof(line),
+                "MXU          MAC utilization %.1f%% of the step; busy time %.1f%% streaming, %.1f%% weight-load "
+                "stall, %.1f%% fill/drain\n",
+                units ? 100.0 * macs / units : 0.0, 100.0 * static_cast<double>(stream) / b,
+                100.0 * static_cast<double>(stall) / b, 100.0 * static_cast<double>(fill_drain) / b);
+  out << line;
+  std::stable_sort(order.begin(), order.end(), [](auto& x, auto& y) { return x.first > y.first; });
+  out << "top MXU ops (busy cycles over all MXUs, mapping efficiency, MAC utilization while busy)\n";
+  for (size_t i = 0; i < std::min<size_t>(5, order.size()); ++i) {
+    const auto& op = ops[order[i].second];
+    const double mapping = op.contains("mxu_mapping_efficiency") ? op["mxu_mapping_efficiency"].get<double>() : 0.0;
+    std::snprintf(line, sizeof(line), "  %-40s %11llu  %5.1f%%  %5.1f%%\n", op["op"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(order[i].first), 100.0 * mapping,
+                  100.0 * op["mxu_mac_utilization"].get<double>());
+    out << line;
+  }
+}
+
 }  // namespace
 
 nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,
@@ -290,6 +334,7 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
       out << line;
     }
   }
+  appendMxuSummary(report, out);
   return out.str();
 }
 
