@@ -80,6 +80,8 @@ void BM_SimulateDependentChain(benchmark::State& state) {
     ins->mutable_matmul()->set_m(256);
     ins->mutable_matmul()->set_k(256);
     ins->mutable_matmul()->set_n(256);
+    ins->mutable_matmul()->set_input_dtype(tpusim::program::BF16);
+    ins->mutable_matmul()->set_accumulate_dtype(tpusim::program::F32);
     if (i > 0) ins->add_deps(static_cast<uint32_t>(i - 1));
   }
   const tpusim::HardwareParams hw = tpusim::HardwareParams::load("tpuv4");
