@@ -83,12 +83,13 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   const GemmCostModel model = costModel(job.input_dtype);
   // The first core's call describes the op's tiling, ending with how tiles met the MXUs.
   const bool describe = tiling_text.empty();
-  bool split_by_rows = false, split_by_cols = false;
+  bool split_by_rows = false, split_by_cols = false, split_transposed = false;
   const auto describeSplit = [&] {
     if (!describe) return;
     tiling_text += split_by_rows && split_by_cols ? " mxu_split=rows,cols"
                    : split_by_rows                ? " mxu_split=rows"
                                                   : " mxu_split=cols";
+    if (split_transposed) tiling_text += " out_transposed";
     if (model.passes > 1) tiling_text += numbered(" passes=", model.passes);
   };
   const uint64_t align = static_cast<uint64_t>(m_hw.mxu().cols());
@@ -147,20 +148,23 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     std::vector<uint32_t> ids;
     const MxuSplit split = chooseMxuSplit(m, k, n, model);
     (split.by_rows ? split_by_rows : split_by_cols) = true;
+    if (split.transposed) split_transposed = true;
     const std::vector<Span> pieces = splitEvenly({0, split.by_rows ? m : n}, split.pieces);
     for (uint32_t mxu = 0; mxu < pieces.size(); ++mxu) {
       const uint64_t rows = split.by_rows ? pieces[mxu].size() : m;
       const uint64_t cols = split.by_rows ? n : pieces[mxu].size();
       program::Instruction& ins = newInstruction(op, part + numbered("mxu", mxu), program::MXU, core, mxu);
       program::MatMul* mm = ins.mutable_matmul();
-      mm->set_m(rows);
+      // Transposed: out^T [cols, rows] = rhs^T [cols, k] x lhs^T [k, rows].
+      mm->set_m(split.transposed ? cols : rows);
       mm->set_k(k);
-      mm->set_n(cols);
+      mm->set_n(split.transposed ? rows : cols);
+      mm->set_transpose_out(split.transposed);
       mm->set_passes(static_cast<uint32_t>(model.passes));
       mm->set_input_dtype(toProgramDType(job.input_dtype));
       mm->set_accumulate_dtype(job.input_dtype == DType::kInt8 ? program::INT32 : program::F32);
-      mm->set_transpose_lhs(job.transpose_lhs);
-      mm->set_transpose_rhs(job.transpose_rhs);
+      mm->set_transpose_lhs(split.transposed ? !job.transpose_rhs : job.transpose_lhs);
+      mm->set_transpose_rhs(split.transposed ? !job.transpose_lhs : job.transpose_rhs);
       ins.set_flops(2 * rows * k * cols);
       ins.set_bytes((rows * k + k * cols) * dtypeBytes(job.input_dtype) + rows * cols * dtypeBytes(job.output_dtype));
       ins.add_reads(lhs);

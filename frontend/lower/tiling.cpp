@@ -165,15 +165,20 @@ double estimatedCycles(const Candidate& c, uint64_t mxu_cycles, const GemmCostMo
 }  // namespace
 
 MxuSplit chooseMxuSplit(uint64_t m, uint64_t k, uint64_t n, const GemmCostModel& model) {
-  const auto timed = [&](bool by_rows) {
+  const auto timed = [&](bool by_rows, bool transposed) {
     const uint64_t extent = by_rows ? m : n;
     const uint64_t pieces = std::min(model.mxus, extent);
     const uint64_t piece = ceilDiv(extent, pieces);
-    const MatmulShape shape{by_rows ? piece : m, k, by_rows ? n : piece, model.passes};
-    return MxuSplit{by_rows, pieces, arrayTiming(model.array, shape).cycles};
+    const uint64_t rows = by_rows ? piece : m, cols = by_rows ? n : piece;
+    const MatmulShape shape{transposed ? cols : rows, k, transposed ? rows : cols, model.passes};
+    return MxuSplit{by_rows, transposed, pieces, arrayTiming(model.array, shape).cycles};
   };
-  const MxuSplit columns = timed(false), rows = timed(true);
-  return rows.cycles < columns.cycles ? rows : columns;
+  MxuSplit best = timed(false, false);
+  for (const auto& [by_rows, transposed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
+    const MxuSplit other = timed(by_rows, transposed);
+    if (other.cycles < best.cycles) best = other;
+  }
+  return best;
 }
 
 const char* gemmBlockingName(GemmBlocking blocking) {

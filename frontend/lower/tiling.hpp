@@ -54,9 +54,12 @@ struct GemmCostModel {
 
 // How one tile is spread over the core's MXUs: its columns (each MXU holds
 // different weights) or its rows (each streams different rows past the same
-// weights), whichever finishes sooner; `cycles` is the slowest piece's.
+// weights), and which way round: out = lhs x rhs streams out's rows through
+// the array, out^T = rhs^T x lhs^T its columns. The fastest of the four;
+// `cycles` is the slowest piece's.
 struct MxuSplit {
   bool by_rows = false;
+  bool transposed = false;
   uint64_t pieces = 1;
   uint64_t cycles = 0;
 };
