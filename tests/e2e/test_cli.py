@@ -97,6 +97,12 @@ BAD_INPUTS = [
     (["run", "{mlp}", "--set", "hbm.bandwidth_gbps=0"], 2, "hbm.bandwidth_gbps must be > 0"),
     (["run", "{mlp}", "--set", "chip.clock_mhz=0"], 2, "chip.clock_mhz must be > 0"),
     (["run", "{mlp}", "--set", "mxu.rows"], 2, "--set expects key=value"),
+    (["run", "{mlp}", "--set", "mxu.rows=2048"], 2, "parameter mxu.rows must be <= 1024 (got 2048 PE)"),
+    (["run", "{mlp}", "--set", "mxu.cols=0"], 2, "parameter mxu.cols must be >= 8 (got 0 PE)"),
+    (["run", "{mlp}", "--set", "mxu.dataflow=row_stationary"], 2,
+     "parameter mxu.dataflow must be one of weight_stationary, input_stationary, output_stationary"),
+    (["run", "{mlp}", "--matmul-precision", "extreme"], 2, "unknown matmul precision 'extreme'"),
+    (["run", "{mlp}", "--tiling-objective", "speed"], 2, "unknown tiling objective 'speed'"),
     (["run", "{mlp}", "--mode", "serving"], 2, "unknown mode 'serving'"),
     (["run", "{mlp}", "--batch", "-4"], 2, "--batch must be > 0"),
     (["run", "{mlp}", "--batch", "0"], 2, "--batch must be > 0"),
@@ -339,3 +345,49 @@ def test_micro_batches_repeat_the_mxu_work_at_the_smaller_batch(tpusim_bin, mlp_
 def test_training_options_simulate(tpusim_bin, mlp_path, tmp_path, args):
     report = run_report(tpusim_bin, mlp_path, tmp_path, *args)
     assert report["total_cycles"] > 0
+
+
+@pytest.mark.parametrize("dataflow", ["weight_stationary", "input_stationary", "output_stationary"])
+@pytest.mark.parametrize("buffering", ["double", "single"])
+def test_pe_by_pe_mode_gives_the_closed_form_cycles(tpusim_bin, tmp_path, dataflow, buffering):
+    """The same step on a small array, timed by the closed form and by stepping every PE."""
+    import onnx
+    import onnx.helper as oh
+    graph = oh.make_graph([oh.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+                          [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [40, 24]),
+                           oh.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [24, 36])],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [40, 36])])
+    path = tmp_path / "mm.onnx"
+    path.write_bytes(oh.make_model(graph).SerializeToString())
+    reports = {}
+    for timing in ("closed_form", "pe_by_pe"):
+        out = tmp_path / timing
+        result = run(tpusim_bin, "run", str(path), "--mode", "inference", "--out", str(out),
+                     "--set", "mxu.rows=8", "--set", "mxu.cols=16", "--set", f"mxu.dataflow={dataflow}",
+                     "--set", f"mxu.register_buffering={buffering}", "--set", f"mxu.timing={timing}")
+        assert result.returncode == 0, result.stderr
+        reports[timing] = json.loads((out / "report.json").read_text())
+    closed, pe = reports["closed_form"], reports["pe_by_pe"]
+    assert closed["total_cycles"] == pe["total_cycles"]
+    assert [op["end_cycle"] for op in closed["ops"]] == [op["end_cycle"] for op in pe["ops"]]
+    for name, unit in closed["units"].items():
+        if ".mxu" in name:
+            for stat in ("busy_cycles", "stream_cycles", "weight_load_stall_cycles", "fill_drain_cycles", "folds"):
+                assert unit[stat] == pe["units"][name][stat], (name, stat)
+
+
+def test_zoo_shows_mxu_utilization_and_mapping_per_op(tpusim_bin, tmp_path):
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "bert_base.onnx")
+    result = run(tpusim_bin, "run", trace, "--batch", "1", "--no-instructions", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "MXU          MAC utilization" in result.stdout
+    assert "top MXU ops (busy cycles over all MXUs, mapping efficiency, MAC utilization while busy)" in result.stdout
+    report = json.loads((tmp_path / "report.json").read_text())
+    mxu_ops = [op for op in report["per_op"] if "mxu_folds" in op]
+    assert len(mxu_ops) > 50
+    for op in mxu_ops:
+        assert 0 < op["mxu_mapping_efficiency"] <= 1
+        assert 0 < op["mxu_mac_utilization"] <= 1
+        assert op["mxu_stream_cycles"] + op["mxu_weight_load_stall_cycles"] + op["mxu_fill_drain_cycles"] == \
+            op["mxu_busy_cycles"]
+        assert "mxu_split=" in op["tiling"]
