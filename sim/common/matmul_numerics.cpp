@@ -121,9 +121,8 @@ void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::
   const int pass_count = static_cast<int>(passes.size());
   const Operand a = prepareOperand(numerics.lhs_dtype, lhs, pass_count);
   const Operand b = prepareOperand(numerics.rhs_dtype, rhs, pass_count);
-  // Output-stationary has no blocks: every product goes straight into acc.
-  const bool blocked = numerics.dataflow != Dataflow::kOutputStationary;
-  const uint64_t block = numerics.rows;
+  // Output-stationary sums all of K in the PE: one block.
+  const uint64_t block = numerics.dataflow == Dataflow::kOutputStationary ? k : numerics.rows;
 
   // Row by row, with the inner loop over n: each output element still sees
   // its products in the contract's order, and the compiler vectorizes over n.
@@ -134,14 +133,6 @@ void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::
     for (const MatmulPass& pass : passes) {
       const float* a_row = a.parts[static_cast<int>(pass.lhs)].data() + i * k;
       const float* b_part = b.parts[static_cast<int>(pass.rhs)].data();
-      if (!blocked) {
-        for (uint64_t kk = 0; kk < k; ++kk) {
-          const float av = a_row[kk];
-          const float* b_row = b_part + kk * n;
-          for (uint64_t j = 0; j < n; ++j) acc[j] = acc[j] + av * b_row[j];
-        }
-        continue;
-      }
       for (uint64_t k0 = 0; k0 < k; k0 += block) {
         const uint64_t k1 = std::min(k, k0 + block);
         std::fill(sum.begin(), sum.end(), 0.0f);

@@ -14,8 +14,9 @@
 //    increasing k, from 0.0f, and each block sum is added to the accumulator:
 //      acc = 0.0f; for each block { s = 0.0f; for k in block: s = s + a*b;
 //                                   acc = acc + s; }
-//  - Output-stationary: the PE owns the output and adds every product:
-//      acc = 0.0f; for k in 0..K-1: acc = acc + a*b;
+//  - Output-stationary: the PE owns the output and adds every product; the
+//    sum leaves the array and is added to the accumulator: one block of all K,
+//      acc = 0.0f; s = 0.0f; for k in 0..K-1: s = s + a*b; acc = acc + s;
 //  - int8 x int8: exact int32 accumulation, wrapping modulo 2^32; order-free.
 //  - f32 x f32: each value splits into bf16 parts, hi = bf16(x),
 //    mid = bf16(x - hi), lo = bf16((x - hi) - mid) (float subtractions), and
@@ -24,9 +25,9 @@
 //      DEFAULT: hi*hi
 //      HIGH:    mid*hi, hi*mid, hi*hi
 //      HIGHEST: lo*hi, mid*mid, hi*lo, mid*hi, hi*mid, hi*hi   (lhs part * rhs part)
-//    Each pass is a full bf16 matmul in the dataflow's order, and all passes
-//    add into the same accumulator, pass-major: acc = 0.0f; for each pass,
-//    for each block (or each k, output-stationary): acc = acc + s.
+//    Each pass is a full bf16 matmul in the dataflow's order (in the array each
+//    pass is its own folds), and all passes add into the same accumulator,
+//    pass-major: acc = 0.0f; for each pass, for each block: acc = acc + s.
 //    An infinite or NaN f32 input makes its mid and lo NaN, so the multi-pass
 //    modes return NaN where DEFAULT would return infinity.
 #pragma once
@@ -34,13 +35,14 @@
 #include <cstdint>
 #include <span>
 
+#include "sim/common/dataflow.hpp"
 #include "sim/common/dtype.hpp"
 
 namespace tpusim::numerics {
 
 // For f32 inputs: 1, 3 or 6 bf16 passes (XLA's precision names).
 enum class MatmulPrecision { kDefault, kHigh, kHighest };
-enum class Dataflow { kWeightStationary, kOutputStationary, kInputStationary };
+using tpusim::Dataflow;
 
 struct MatmulNumerics {
   // Supported pairs: bf16 x bf16, f16 x f16, int8 x int8, f32 x f32.

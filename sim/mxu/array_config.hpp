@@ -12,10 +12,10 @@
 #include <string>
 
 #include "configs/hardware.pb.h"
+#include "sim/common/dataflow.hpp"
 
 namespace tpusim {
 
-enum class Dataflow { kWeightStationary, kInputStationary, kOutputStationary };
 
 const char* dataflowName(Dataflow dataflow);
 // "weight_stationary", "input_stationary" or "output_stationary"; anything else is an invalid-config error.

@@ -50,13 +50,11 @@ std::vector<float> referenceMatmul(const MatmulNumerics& numerics, const std::ve
     for (uint64_t j = 0; j < n; ++j) {
       float acc = 0.0f;
       for (const auto& pass : passes) {
-        if (numerics.dataflow == Dataflow::kOutputStationary) {
-          for (uint64_t kk = 0; kk < k; ++kk) acc = acc + product(i, kk, j, pass);
-          continue;
-        }
-        for (uint64_t start = 0; start < k; start += numerics.rows) {
+        // Output-stationary: one block, all of K summed in the PE.
+        const uint64_t rows = numerics.dataflow == Dataflow::kOutputStationary ? k : numerics.rows;
+        for (uint64_t start = 0; start < k; start += rows) {
           float s = 0.0f;
-          for (uint64_t kk = start; kk < k && kk < start + numerics.rows; ++kk) s = s + product(i, kk, j, pass);
+          for (uint64_t kk = start; kk < k && kk < start + rows; ++kk) s = s + product(i, kk, j, pass);
           acc = acc + s;
         }
       }

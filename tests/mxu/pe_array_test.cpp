@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/common/error.hpp"
+#include "sim/common/matmul_numerics.hpp"
 
 namespace tpusim {
 namespace {
@@ -95,6 +96,51 @@ TEST(PeArray, AgreesWithTheClosedFormAndThePlainLoop) {
     const std::vector<float> plain = plainMatmul(o, s, a);
     for (size_t j = 0; j < plain.size(); ++j)
       ASSERT_EQ(std::bit_cast<uint32_t>(run.out[j]), std::bit_cast<uint32_t>(plain[j])) << j;
+  }
+}
+
+// The numerics library (what --functional and the reference use) against the
+// array itself: f32 inputs split into bf16 parts, one fold sweep per pass in
+// the library's pass order, on every dataflow.
+TEST(PeArray, OutputsEqualTheMxuNumericsLibraryBitForBit) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-10, 10);
+  const MatmulShape one{9, 70, 11, 1};
+  std::vector<float> lhs(one.m * one.k), rhs(one.k * one.n);
+  for (float& v : lhs) v = std::ldexp(value(rng), exponent(rng));
+  for (float& v : rhs) v = std::ldexp(value(rng), exponent(rng));
+  const auto part = [](float x, numerics::Bf16Part which) {
+    const numerics::Bf16Parts parts = numerics::splitToBf16(x);
+    return which == numerics::Bf16Part::kHi ? parts.hi : which == numerics::Bf16Part::kMid ? parts.mid : parts.lo;
+  };
+  for (Dataflow dataflow : kDataflows) {
+    for (auto precision : {numerics::MatmulPrecision::kDefault, numerics::MatmulPrecision::kHigh,
+                           numerics::MatmulPrecision::kHighest}) {
+      numerics::MatmulNumerics config;
+      config.lhs_dtype = config.rhs_dtype = DType::kF32;
+      config.precision = precision;
+      config.dataflow = dataflow;
+      config.rows = 16;
+      std::vector<std::vector<float>> storage;
+      for (const numerics::MatmulPass& pass : numerics::matmulPassOrder(config)) {
+        std::vector<float> a(lhs.size()), b(rhs.size());
+        for (size_t i = 0; i < a.size(); ++i) a[i] = part(lhs[i], pass.lhs);
+        for (size_t i = 0; i < b.size(); ++i) b[i] = part(rhs[i], pass.rhs);
+        storage.push_back(std::move(a));
+        storage.push_back(std::move(b));
+      }
+      std::vector<PassOperands> passes;
+      for (size_t i = 0; i < storage.size(); i += 2) passes.push_back({storage[i], storage[i + 1]});
+      const MatmulShape shape{one.m, one.k, one.n, passes.size()};
+      const PeArrayRun run = simulatePeArray({16, 8, dataflow, true}, shape, passes);
+      std::vector<float> expected(one.m * one.n);
+      numerics::mxuMatmul(config, lhs, rhs, expected, one.m, one.k, one.n);
+      for (size_t j = 0; j < expected.size(); ++j) {
+        ASSERT_EQ(std::bit_cast<uint32_t>(run.out[j]), std::bit_cast<uint32_t>(expected[j]))
+            << dataflowName(dataflow) << " passes " << passes.size() << " element " << j;
+      }
+    }
   }
 }
 
