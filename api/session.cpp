@@ -1,5 +1,7 @@
 #include "api/session.hpp"
 
+#include "api/functional.hpp"
+
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -180,7 +182,8 @@ TrainingOptions trainingOptionsOf(const RunRequest& request) {
 }
 
 std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
-                                                    std::map<std::string, ir::TensorValue> feeds, int threads) {
+                                                    std::map<std::string, ir::TensorValue> feeds, int threads,
+                                                    std::optional<reference::MxuNumericsOptions> mxu) {
   const ModelGraph built = buildModelGraph(request);
   for (const auto& [name, value] : built.model.initializers) feeds.emplace(name, value);  // keeps given values
   // A floating feed of another floating dtype (numpy's float64 for an f32 input) is
@@ -201,7 +204,7 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
   }
   for (const ir::Tensor& tensor : built.graph.tensors()) adoptIntegerDtype(tensor, feeds);
   const std::vector<ir::TensorValue> values =
-      reference::CpuExecutor(built.graph, reference::CpuOptions{threads}).run(feeds);
+      reference::CpuExecutor(built.graph, reference::CpuOptions{threads, mxu}).run(feeds);
   std::map<std::string, ir::TensorValue> named;
   for (const ir::Tensor& tensor : built.graph.tensors()) named[tensor.name] = values[static_cast<size_t>(tensor.id)];
   return named;
@@ -214,6 +217,12 @@ RunOutcome runRequest(const RunRequest& request) {
   const SimResult result = simulate(outcome.program, hw);
   outcome.report = buildReport(outcome.program, result, hw,
                                RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
+  if (request.functional) {
+    FunctionalRun values = runFunctional(request, hw);
+    outcome.report["functional"] = std::move(values.summary);
+    outcome.functional_inputs = std::move(values.inputs);
+    outcome.functional_outputs = std::move(values.outputs);
+  }
   return outcome;
 }
 

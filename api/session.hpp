@@ -12,6 +12,7 @@
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/ir/graph.hpp"
 #include "frontend/passes/pass_manager.hpp"
+#include "reference/cpu/mxu_gemm.hpp"
 #include "sim/common/params.hpp"
 #include "traces/program.pb.h"
 
@@ -44,6 +45,9 @@ struct RunRequest {
   std::string tiling_objective = "cycles";   // GEMM tiles by estimated cycles, or by HBM bytes
   // Report: list every executed instruction in report.json's "ops" (large for big models).
   bool instruction_timeline = true;
+  // Compute the step's values too, with the MXU's numerics (api/functional.hpp).
+  bool functional = false;
+  uint64_t seed = 0;  // of the functional run's generated inputs
 };
 
 // The training options a request asks for (names parsed, values not yet checked).
@@ -59,9 +63,14 @@ HardwareParams resolveHardware(const RunRequest& request);
 program::Program compileRequest(const RunRequest& request, const HardwareParams& hw,
                                 std::vector<PassTiming>* timings = nullptr);
 
+// Tensors of a functional run (api/functional.hpp), in graph order.
+using NamedValues = std::vector<std::pair<std::string, ir::TensorValue>>;
+
 struct RunOutcome {
   program::Program program;
   nlohmann::ordered_json report;
+  NamedValues functional_inputs;   // --functional: the generated inputs and labels
+  NamedValues functional_outputs;  // --functional: the graph's outputs
 };
 
 RunOutcome runRequest(const RunRequest& request);
@@ -81,8 +90,11 @@ ModelGraph buildModelGraph(const RunRequest& request);
 
 // Runs the request's graph on the CPU reference executor. `feeds` gives
 // inputs and labels by name and may replace weights; weights default to the
-// model's initializers. Returns every tensor's value, by tensor name.
+// model's initializers. Returns every tensor's value, by tensor name. With
+// `mxu`, matmuls and convolutions are computed with the MXU's numerics
+// (reference/cpu/mxu_gemm.hpp) instead of the reference kernels'.
 std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
-                                                    std::map<std::string, ir::TensorValue> feeds, int threads);
+                                                    std::map<std::string, ir::TensorValue> feeds, int threads,
+                                                    std::optional<reference::MxuNumericsOptions> mxu = std::nullopt);
 
 }  // namespace tpusim

@@ -7,6 +7,8 @@
 
 #include <boost/program_options.hpp>
 
+#include "api/functional.hpp"
+#include "api/npy.hpp"
 #include "api/session.hpp"
 #include "frontend/program_io.hpp"
 #include "report/report.hpp"
@@ -120,20 +122,39 @@ int runCommand(const std::vector<std::string>& args) {
   std::string out_dir = "tpusim-out";
   po::options_description desc = modelOptions(o);
   bool no_instructions = false;
+  bool functional = false;
+  uint64_t seed = 0;
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json")(
+      "functional", po::bool_switch(&functional),
+      "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
+      "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
   setLogLevel(o.log_level);
   RunRequest request = toRequest(o);
   request.instruction_timeline = !no_instructions;
+  request.functional = functional;
+  request.seed = seed;
   const RunOutcome outcome = runRequest(request);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   writeReport(outcome.report, report_path);
-  std::cout << summarizeReport(outcome.report) << "report       " << report_path << "\n";
+  std::cout << summarizeReport(outcome.report);
+  if (functional) {
+    std::filesystem::create_directories(std::filesystem::path(out_dir) / "functional", ec);
+    for (const NamedValues* values : {&outcome.functional_inputs, &outcome.functional_outputs}) {
+      for (const auto& [name, value] : *values) {
+        writeNpy(value, (std::filesystem::path(out_dir) / functionalFileName(name)).string());
+      }
+    }
+    std::cout << "functional   " << outcome.functional_outputs.size() << " outputs and "
+              << outcome.functional_inputs.size() << " generated inputs in "
+              << (std::filesystem::path(out_dir) / "functional").string() << "\n";
+  }
+  std::cout << "report       " << report_path << "\n";
   return 0;
 }
 

@@ -523,7 +523,12 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
 void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) const {
   const ir::Tensor& out_tensor = m_graph.tensor(op.outputs[0]);
   TensorValue out = TensorValue::zeros(out_tensor.shape, out_tensor.dtype);
-  if (out.dtype == DType::kF64) {
+  const DType input_dtype = values[static_cast<size_t>(op.inputs[0])].dtype;
+  if (m_options.mxu && runsOnMxu(op, input_dtype)) {
+    std::vector<const TensorValue*> inputs;
+    for (int input : op.inputs) inputs.push_back(&values[static_cast<size_t>(input)]);
+    mxuCompute(op, inputs, out, *m_options.mxu);
+  } else if (out.dtype == DType::kF64) {
     computeOp<double>(op, values, out, m_options.threads);
   } else {
     computeOp<float>(op, values, out, m_options.threads);

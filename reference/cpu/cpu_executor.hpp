@@ -4,16 +4,22 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
+#include "reference/cpu/mxu_gemm.hpp"
 
 namespace tpusim::reference {
 
 struct CpuOptions {
   int threads = 1;  // results do not depend on it
+  // Set: matmuls and convolutions are computed as the MXU computes them
+  // (mxu_gemm.hpp), for the simulator's functional mode; unset: the reference
+  // kernels' own order in the op's dtype.
+  std::optional<MxuNumericsOptions> mxu;
 };
 
 class CpuExecutor {

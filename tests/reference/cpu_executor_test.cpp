@@ -475,8 +475,8 @@ TEST(CpuExecutor, SgdUpdateIsExact) {
 
 TEST(CpuExecutor, ResultsDoNotDependOnThreads) {
   const MlpStep step(64);
-  const auto one = CpuExecutor(step.graph, CpuOptions{1}).run(step.feeds);
-  const auto many = CpuExecutor(step.graph, CpuOptions{3}).run(step.feeds);
+  const auto one = CpuExecutor(step.graph, CpuOptions{1, std::nullopt}).run(step.feeds);
+  const auto many = CpuExecutor(step.graph, CpuOptions{3, std::nullopt}).run(step.feeds);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i].floats, many[i].floats) << i;
 }
 

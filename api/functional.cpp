@@ -1,0 +1,117 @@
+#include "api/functional.hpp"
+
+#include <random>
+
+#include "frontend/lower/lower.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/numerics.hpp"
+#include "sim/mxu/array_config.hpp"
+
+namespace tpusim {
+
+namespace {
+
+numerics::MatmulPrecision precisionOf(const std::string& name) {
+  switch (matmulPassesOf(name)) {  // checks the name
+    case 3: return numerics::MatmulPrecision::kHigh;
+    case 6: return numerics::MatmulPrecision::kHighest;
+    default: return numerics::MatmulPrecision::kDefault;
+  }
+}
+
+// How many values an integer input may take: the class count of the loss it
+// labels (the logits' last dimension), or the rows of the table it indexes.
+int64_t choicesFor(const ir::Graph& graph, const ir::Tensor& tensor) {
+  for (const ir::Op& op : graph.ops()) {
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] != tensor.id || i == 0) continue;
+      const ir::Shape& first = graph.tensor(op.inputs[0]).shape;
+      if (first.empty()) continue;
+      return op.type == ir::OpType::kGather ? first[0] : first.back();
+    }
+  }
+  return 2;
+}
+
+// Deterministic per tensor: the seed and the tensor's name pick the stream.
+ir::TensorValue generated(const ir::Graph& graph, const ir::Tensor& tensor, uint64_t seed) {
+  uint64_t stream = seed;
+  for (char ch : tensor.name) stream = stream * 1099511628211ull + static_cast<unsigned char>(ch);
+  std::mt19937_64 rng(stream);
+  ir::TensorValue value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
+  if (ir::TensorValue::isFloating(tensor.dtype)) {
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    for (double& v : value.floats) v = uniform(rng);
+    numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
+  } else {
+    std::uniform_int_distribution<int64_t> choice(0, std::max<int64_t>(1, choicesFor(graph, tensor)) - 1);
+    for (int64_t& v : value.ints) v = choice(rng);
+  }
+  return value;
+}
+
+nlohmann::ordered_json describe(const std::string& name, const ir::TensorValue& value) {
+  nlohmann::ordered_json entry;
+  entry["name"] = name;
+  entry["shape"] = value.shape;
+  entry["dtype"] = dtypeName(value.dtype);
+  entry["file"] = functionalFileName(name);
+  return entry;
+}
+
+}  // namespace
+
+reference::MxuNumericsOptions mxuNumericsOf(const HardwareParams& hw, const RunRequest& request) {
+  const ArrayConfig array = arrayConfigOf(hw.config());
+  return {array.dataflow, array.rows, precisionOf(request.matmul_precision)};
+}
+
+std::string functionalFileName(const std::string& tensor) {
+  std::string name = tensor;
+  for (char& ch : name) {
+    const bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_';
+    if (!keep) ch = '_';
+  }
+  return "functional/" + name + ".npy";
+}
+
+FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw) {
+  const ModelGraph built = buildModelGraph(request);
+  if (built.model.shape_only_weights) {
+    throw Error(ErrorKind::kUnsupported, "--functional needs the model's weight values, and " + request.model_path +
+                                             " stores shapes only (export it with weights)");
+  }
+  FunctionalRun run;
+  std::map<std::string, ir::TensorValue> feeds;
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    const bool fed = tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kLabel;
+    if (!fed || built.graph.producer(tensor.id) != nullptr || built.model.initializers.count(tensor.name)) continue;
+    ir::TensorValue value = generated(built.graph, tensor, request.seed);
+    feeds.emplace(tensor.name, value);
+    run.inputs.emplace_back(tensor.name, std::move(value));
+  }
+  const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
+  std::map<std::string, ir::TensorValue> values = runReference(request, feeds, 1, mxu);
+  // The graph's outputs, then what a training step writes back: updated weights and optimizer state.
+  std::vector<int> ids = built.graph.outputs();
+  for (const ir::Op& op : built.graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate || op.type == ir::OpType::kOptimizerUpdate) ids.push_back(op.outputs[0]);
+  }
+  for (int id : ids) {
+    const std::string& name = built.graph.tensor(id).name;
+    run.outputs.emplace_back(name, values.at(name));
+  }
+  nlohmann::ordered_json& s = run.summary;
+  s["method"] = "the training graph evaluated op by op on the host; matmuls and convolutions as the MXUs compute them";
+  s["dataflow"] = dataflowName(mxu.dataflow);
+  s["rows"] = mxu.rows;
+  s["matmul_precision"] = request.matmul_precision;
+  s["seed"] = request.seed;
+  s["inputs"] = nlohmann::ordered_json::array();
+  for (const auto& [name, value] : run.inputs) s["inputs"].push_back(describe(name, value));
+  s["outputs"] = nlohmann::ordered_json::array();
+  for (const auto& [name, value] : run.outputs) s["outputs"].push_back(describe(name, value));
+  return run;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,33 @@
+// The functional mode (`tpusim run --functional`): the step's values, computed
+// beside its timing. Timing and function are separate (docs/architecture.md,
+// decision 2): the values are not carried through the simulated DMAs; the
+// training graph is evaluated op by op with the reference executor, its
+// matmuls and convolutions computed as the preset's MXUs compute them
+// (dataflow and rows decide the summation order, --matmul-precision the bf16
+// passes of f32; reference/cpu/mxu_gemm.hpp). The CPU reference run with the
+// same MXU numerics gives the same bits.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "api/session.hpp"
+
+namespace tpusim {
+
+struct FunctionalRun {
+  NamedValues inputs;              // generated: floating inputs uniform in [-1, 1), labels uniform over the classes
+  NamedValues outputs;             // the graph's outputs, then a training step's updated weights and state
+  nlohmann::ordered_json summary;  // report.json's "functional" section
+};
+
+// The MXU numerics of a preset and a request.
+reference::MxuNumericsOptions mxuNumericsOf(const HardwareParams& hw, const RunRequest& request);
+
+// Throws Error (kUnsupported) for a model whose weights are shapes only (a saved
+// Program is refused by buildModelGraph).
+FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw);
+
+// "functional/<name with anything but letters, digits, '.', '-' and '_' as '_'>.npy".
+std::string functionalFileName(const std::string& tensor);
+
+}  // namespace tpusim

@@ -1,0 +1,72 @@
+"""`tpusim run --functional`: the step's values with the MXU's numerics, beside its timing."""
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+import tpusim
+
+TRACES = pathlib.Path(__file__).resolve().parents[2] / "traces"
+
+
+def run(tpusim_bin, out, *args):
+    result = subprocess.run([tpusim_bin, "run", str(TRACES / "mlp.onnx"), "--batch", "8", "--out", str(out),
+                             "--functional", *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text())
+
+
+def load(out, report, name):
+    entry = next(e for e in report["functional"]["inputs"] + report["functional"]["outputs"] if e["name"] == name)
+    return np.load(out / entry["file"])
+
+
+def normwise(a, b):
+    return float(np.abs(a.astype(np.float64) - b).max() / np.abs(b).max())
+
+
+def test_functional_step_writes_its_inputs_and_outputs(tpusim_bin, tmp_path):
+    report = run(tpusim_bin, tmp_path)
+    f = report["functional"]
+    assert f["dataflow"] == "weight_stationary" and f["rows"] == 128 and f["matmul_precision"] == "default"
+    assert [e["name"] for e in f["inputs"]] == ["image", "labels"]
+    names = [e["name"] for e in f["outputs"]]
+    assert names[:2] == ["logits", "loss:loss"] and "0.weight:updated" in names
+    labels = load(tmp_path, report, "labels")
+    assert labels.dtype == np.int64 and labels.min() >= 0 and labels.max() < 10
+    assert load(tmp_path, report, "logits").shape == (8, 10)
+
+
+def test_functional_values_are_the_reference_with_one_bf16_pass(tpusim_bin, tmp_path):
+    """The f32 CPU reference on the same inputs: within bf16 rounding of one pass, and
+    within f32 rounding at --matmul-precision highest (6 passes)."""
+    errors = {}
+    for precision in ("default", "highest"):
+        out = tmp_path / precision
+        report = run(tpusim_bin, out, "--matmul-precision", precision)
+        feeds = {"image": load(out, report, "image"), "labels": load(out, report, "labels")}
+        reference = tpusim.reference(str(TRACES / "mlp.onnx"), feeds, batch=8)
+        errors[precision] = {name: normwise(load(out, report, name), reference[name])
+                             for name in ("logits", "0.weight:updated", "4.bias:updated")}
+    for name, error in errors["default"].items():
+        assert 1e-6 < error < 2e-2, (name, error)
+    for name, error in errors["highest"].items():
+        assert error < 1e-5, (name, error)
+
+
+def test_functional_runs_are_deterministic_and_follow_the_seed(tpusim_bin, tmp_path):
+    a, b, c = (run(tpusim_bin, tmp_path / d, *args) for d, args in (("a", []), ("b", []), ("c", ["--seed", "7"])))
+    same = (tmp_path / "a" / "functional" / "logits.npy").read_bytes()
+    assert same == (tmp_path / "b" / "functional" / "logits.npy").read_bytes()
+    assert same != (tmp_path / "c" / "functional" / "logits.npy").read_bytes()
+    assert (tmp_path / "a" / "report.json").read_bytes() == (tmp_path / "b" / "report.json").read_bytes()
+
+
+def test_functional_needs_weight_values(tpusim_bin, tmp_path):
+    result = subprocess.run([tpusim_bin, "run", str(TRACES / "resnet50.onnx"), "--batch", "1", "--functional",
+                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 4, result.stderr
+    assert "--functional needs the model's weight values" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
