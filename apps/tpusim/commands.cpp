@@ -108,10 +108,10 @@ RunRequest toRequest(const ModelOptions& o) {
 }
 
 void printParams(const HardwareParams* hw) {
-  std::printf("%-34s %-12s %-12s %s\n", "parameter", hw ? "value" : "default", "unit", "description");
+  std::printf("%-34s %-18s %-12s %s\n", "parameter", hw ? "value" : "default", "unit", "description");
   for (const ParamInfo& param : HardwareParams::declarations()) {
     const std::string value = hw ? hw->valueText(param) : param.default_text;
-    std::printf("%-34s %-12s %-12s %s\n", param.name.c_str(), value.c_str(), param.unit.c_str(), param.doc.c_str());
+    std::printf("%-34s %-18s %-12s %s\n", param.name.c_str(), value.c_str(), param.unit.c_str(), param.doc.c_str());
   }
 }
 
