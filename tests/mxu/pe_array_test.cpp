@@ -144,6 +144,31 @@ TEST(PeArray, OutputsEqualTheMxuNumericsLibraryBitForBit) {
   }
 }
 
+// Full-size arrays, a few cases each way (each costs cycles x R x C steps).
+TEST(PeArray, AgreesWithTheClosedFormOnTpuSizedArrays) {
+  struct Case {
+    ArrayConfig array;
+    MatmulShape shape;
+  };
+  const Case cases[] = {
+      {{128, 128, Dataflow::kWeightStationary, true}, {200, 300, 150, 1}},
+      {{128, 128, Dataflow::kWeightStationary, false}, {40, 260, 129, 1}},
+      {{128, 128, Dataflow::kInputStationary, true}, {96, 130, 300, 1}},
+      {{128, 128, Dataflow::kOutputStationary, true}, {150, 64, 260, 1}},
+      {{256, 64, Dataflow::kOutputStationary, false}, {300, 33, 100, 1}},
+      {{64, 256, Dataflow::kWeightStationary, true}, {50, 100, 520, 3}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dataflowName(c.array.dataflow)) + " " + std::to_string(c.array.rows) + "x" +
+                 std::to_string(c.array.cols));
+    const ArrayTiming pe = simulatePeArray(c.array, c.shape, {}).timing;
+    const ArrayTiming closed = arrayTiming(c.array, c.shape);
+    EXPECT_EQ(pe.cycles, closed.cycles);
+    EXPECT_EQ(pe.load_stall_cycles, closed.load_stall_cycles);
+    EXPECT_EQ(pe.fill_drain_cycles, closed.fill_drain_cycles);
+  }
+}
+
 // Starting each fold one cycle before the controller's rule allows breaks a
 // register somewhere in the array: the rule is tight. Each case is bound by
 // the rule the comment names (the port alone would allow the earlier start).
