@@ -1,6 +1,7 @@
 #include "report/report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -47,6 +48,28 @@ nlohmann::ordered_json memoryEntry(const program::ChipProgram& chip, const Hardw
   entry["persistent_bytes"] = memory.persistent_bytes();
   entry["unplanned_bytes"] = memory.unplanned_bytes();
   entry["scratch_bytes"] = memory.scratch_bytes();
+  // What the step's HBM tensors are, by role (before buffer reuse).
+  nlohmann::ordered_json roles = nlohmann::ordered_json::object();
+  for (const program::BufferRole role : {program::INPUT, program::WEIGHT, program::ACTIVATION, program::GRADIENT,
+                                         program::OPTIMIZER_STATE}) {
+    uint64_t bytes = 0;
+    for (const program::Buffer& buffer : chip.buffers()) {
+      if (buffer.space() == program::HBM && buffer.role() == role) bytes += buffer.bytes();
+    }
+    std::string name = program::BufferRole_Name(role);
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    roles[name] = bytes;
+  }
+  entry["bytes_by_role"] = roles;
+  // The most VMEM one op holds at once on a core, and which op.
+  uint64_t vmem_peak = 0;
+  std::string vmem_op;
+  for (const program::OpLowering& op : chip.ops()) {
+    if (op.vmem_bytes() > vmem_peak) vmem_peak = op.vmem_bytes(), vmem_op = op.op();
+  }
+  entry["vmem_capacity_bytes"] = static_cast<uint64_t>(hw.config().vmem().capacity_mib() * 1024.0 * 1024.0);
+  entry["vmem_peak_bytes"] = vmem_peak;
+  entry["vmem_peak_op"] = vmem_op;
   return entry;
 }
 
@@ -312,6 +335,19 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   static_cast<double>(memory["peak_bytes"].get<uint64_t>()) / gib,
                   static_cast<double>(memory["capacity_bytes"].get<uint64_t>()) / gib,
                   static_cast<double>(memory["unplanned_bytes"].get<uint64_t>()) / gib);
+    out << line;
+    const auto& roles = memory["bytes_by_role"];
+    const auto role = [&](const char* name) { return static_cast<double>(roles[name].get<uint64_t>()) / gib; };
+    std::snprintf(line, sizeof(line),
+                  "HBM tensors  weights %.3f, gradients (weights and activations) %.3f, optimizer state %.3f, activations %.3f, inputs "
+                  "%.3f GiB\n",
+                  role("weight"), role("gradient"), role("optimizer_state"), role("activation"), role("input"));
+    out << line;
+    const double mib = 1024.0 * 1024.0;
+    std::snprintf(line, sizeof(line), "VMEM peak    %.3f MiB of %.3f MiB per core (%s)\n",
+                  static_cast<double>(memory["vmem_peak_bytes"].get<uint64_t>()) / mib,
+                  static_cast<double>(memory["vmem_capacity_bytes"].get<uint64_t>()) / mib,
+                  memory["vmem_peak_op"].get<std::string>().c_str());
     out << line;
   }
   // The layers that need the most time, by their busiest unit kind.

@@ -191,10 +191,15 @@ void Lowerer::createHbmBuffers() {
     names += (i ? ", " : "") + live[i]->name + " " + mib(live[i]->bytes());
   }
   const std::string where = at >= 0 ? " at op '" + m_graph.ops()[static_cast<size_t>(at)].name + "'" : "";
+  const bool training = std::any_of(m_graph.tensors().begin(), m_graph.tensors().end(),
+                                    [](const ir::Tensor& t) { return t.role == ir::TensorRole::kGradient; });
+  const std::string remedies = training ? "use a smaller batch, --remat all (recompute activations in the backward "
+                                          "pass), --micro-batches, or a larger preset"
+                                        : "use a smaller batch, or a larger preset";
   throw Error(ErrorKind::kResource, "the step needs " + mib(m_plan.peak_bytes) + " of HBM (" +
                                         mib(m_plan.live_peak_bytes) + " live at once" + where + ") but " + m_hw.name() +
                                         " has " + mib(static_cast<uint64_t>(capacity)) + " (largest live: " + names +
-                                        "); use a smaller batch, or a larger preset");
+                                        "); " + remedies);
 }
 
 ByteRange Lowerer::rowRange(uint64_t total, uint64_t extent, uint64_t granule, Span rows) {

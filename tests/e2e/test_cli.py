@@ -258,6 +258,14 @@ def test_resnet50_trains_at_batch_128_with_per_op_and_per_layer_time(tpusim_bin,
     assert memory["live_peak_bytes"] <= memory["peak_bytes"] <= memory["capacity_bytes"]
     assert report["ops"] == []  # --no-instructions
     assert memory["unplanned_bytes"] > memory["capacity_bytes"]
+    # By role: 128 images of 3 x 224 x 224 f32 and 128 int64 labels; the 25,557,032 parameters
+    # in f32 plus batch normalization's running statistics (weights in the IR, not trained).
+    roles = memory["bytes_by_role"]
+    assert roles["input"] == 128 * 3 * 224 * 224 * 4 + 128 * 8
+    assert 25557032 * 4 <= roles["weight"] < 25557032 * 4 * 1.01
+    assert roles["optimizer_state"] == 0  # plain SGD
+    assert 0 < memory["vmem_peak_bytes"] <= memory["vmem_capacity_bytes"] == vmem
+    assert "HBM tensors  weights 0.095" in result.stdout and "VMEM peak" in result.stdout
     assert "top layers" in result.stdout
 
 
@@ -265,7 +273,7 @@ def test_resnet50_at_a_batch_beyond_hbm_is_a_clear_error(tpusim_bin, tmp_path):
     trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
     result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--batch", "512", "--out", str(tmp_path))
     assert result.returncode == 5
-    assert "of HBM" in result.stderr and "largest live" in result.stderr
+    assert "of HBM" in result.stderr and "largest live" in result.stderr and "--remat all" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
