@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "api/functional.hpp"
 #include "api/session.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
@@ -54,11 +55,16 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.micro_batches = value.cast<int64_t>();
     else if (name == "remat")
       request.remat = value.cast<std::string>();
+    else if (name == "matmul_precision")
+      request.matmul_precision = value.cast<std::string>();
+    else if (name == "tiling_objective")
+      request.tiling_objective = value.cast<std::string>();
     else {
       throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
-                              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat)");
+                              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
+                              "matmul_precision, tiling_objective)");
     }
   }
 }
@@ -123,7 +129,8 @@ py::array toNumpy(const tpusim::ir::TensorValue& value) {
 }
 
 py::dict reference(const std::string& path, const py::dict& feeds, std::optional<std::string> mode,
-                   std::optional<int64_t> batch, double learning_rate, int threads, const py::kwargs& training) {
+                   std::optional<int64_t> batch, double learning_rate, int threads, const std::string& numerics,
+                   const std::string& hw, const py::kwargs& training) {
   tpusim::RunRequest request;
   applyTraining(request, training);
   request.model_path = path;
@@ -135,10 +142,17 @@ py::dict reference(const std::string& path, const py::dict& feeds, std::optional
     const std::string name = py::str(key);
     values[name] = fromNumpy(name, py::array::ensure(array));
   }
+  if (numerics != "reference" && numerics != "mxu") {
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                        "unknown numerics '" + numerics + "' (choose reference or mxu)");
+  }
+  request.hw = hw;
+  std::optional<tpusim::reference::MxuNumericsOptions> mxu;
+  if (numerics == "mxu") mxu = tpusim::mxuNumericsOf(tpusim::resolveHardware(request), request);
   std::map<std::string, tpusim::ir::TensorValue> results;
   {
     py::gil_scoped_release release;
-    results = tpusim::runReference(request, std::move(values), threads);
+    results = tpusim::runReference(request, std::move(values), threads, mxu);
   }
   py::dict out;
   for (const auto& [name, value] : results) out[py::str(name)] = toNumpy(value);
@@ -164,9 +178,12 @@ PYBIND11_MODULE(tpusim, m) {
         "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md).");
   m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
+        py::arg("numerics") = "reference", py::arg("hw") = "tpuv4",
         "Run one step of a model on the CPU reference executor. feeds: numpy arrays by input name (weights "
         "default to the model's; optimizer state to zeros, the step to 0). Returns every tensor's value by name; "
-        "updated weights and states are '<name>:updated'. Takes run()'s training keyword arguments.");
+        "updated weights and states are '<name>:updated'. numerics='mxu' computes matmuls and convolutions as the "
+        "MXUs of preset `hw` do (tpusim run --functional; matmul_precision= sets the f32 passes). Takes run()'s "
+        "training keyword arguments.");
   tpusim::setLogLevel("warn");
   m.def("set_log_level", &tpusim::setLogLevel, py::arg("level"),
         "Log level on stderr: trace, debug, info, warn (default), error, critical or off.");

@@ -70,3 +70,14 @@ def test_functional_needs_weight_values(tpusim_bin, tmp_path):
     assert result.returncode == 4, result.stderr
     assert "--functional needs the model's weight values" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_functional_values_are_the_python_reference_with_mxu_numerics_bit_for_bit(tpusim_bin, tmp_path):
+    report = run(tpusim_bin, tmp_path, "--matmul-precision", "high")
+    feeds = {"image": load(tmp_path, report, "image"), "labels": load(tmp_path, report, "labels")}
+    values = tpusim.reference(str(TRACES / "mlp.onnx"), feeds, batch=8, numerics="mxu", matmul_precision="high")
+    for entry in report["functional"]["outputs"]:
+        expected = values[entry["name"]].astype(np.float32)
+        assert np.array_equal(np.load(tmp_path / entry["file"]).view(np.uint32), expected.view(np.uint32)), entry
+    with pytest.raises(tpusim.Error, match="unknown numerics 'gpu'"):
+        tpusim.reference(str(TRACES / "mlp.onnx"), feeds, batch=8, numerics="gpu")
