@@ -20,5 +20,7 @@ for pass in constant_fold dead_code fuse_elementwise placement mxu_padding memor
 done
 # The IR after constant_fold on a trained MLP with exported-style transposes.
 TPUSIM_UPDATE_GOLDEN=1 "$build/tests/lowering_test" --gtest_filter='ConstantFold.GoldenIrOfATrainedMlp' >/dev/null
+# The input-bound table of docs/host.md.
+TPUSIM_UPDATE_GOLDEN=1 "$build/tests/host_test" --gtest_filter='HostInputBound.TableMatchesGolden' >/dev/null
 rm -rf "$out"
 git diff --stat -- tests/golden
