@@ -35,10 +35,17 @@ HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64
       m_input_stall(stats.counter(stat_prefix + ".input_stall_ps", "ps",
                                   "time the device waited for a batch the host had not built yet")),
       m_infeed_wait(
-          stats.counter(stat_prefix + ".infeed_wait_ps", "ps", "time the device waited for its batch to cross PCIe")) {
-  auto fraction = [this](const Counter& part) {
-    return
-        [this, &part] { return m_elapsed.value() == 0 ? 0.0 : static_cast<double>(part.value()) / m_elapsed.value(); };
+          stats.counter(stat_prefix + ".infeed_wait_ps", "ps", "time the device waited for its batch to cross PCIe")),
+      m_bottleneck(stats.counter(
+          stat_prefix + ".bottleneck", "code",
+          "largest share of the elapsed time: 0 device, 1 host storage read, 2 host map, 3 pcie, 4 checkpoint")) {
+  // Formulas capture only counters, which the registry owns: they stay valid
+  // after the model is gone.
+  const Counter& elapsed = m_elapsed;
+  auto fraction = [&elapsed](const Counter& part, double parts = 1) {
+    return [&elapsed, &part, parts] {
+      return elapsed.value() == 0 ? 0.0 : static_cast<double>(part.value()) / (parts * elapsed.value());
+    };
   };
   stats.formula(stat_prefix + ".device.utilization", "fraction", "device compute / elapsed", fraction(m_compute));
   stats.formula(stat_prefix + ".input_stall_fraction", "fraction", "input stall / elapsed", fraction(m_input_stall));
@@ -46,16 +53,10 @@ HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64
   const Counter& map_busy = *stats.find(stat_prefix + ".map.busy_ps")->counter;
   const Counter& pcie_busy = *stats.find(stat_prefix + ".pcie.infeed.busy_ps")->counter;
   stats.formula(stat_prefix + ".read.utilization", "fraction", "storage read busy / elapsed", fraction(read_busy));
+  stats.formula(stat_prefix + ".map.utilization", "fraction", "map busy / (threads x elapsed)",
+                fraction(map_busy, static_cast<double>(host.num_parallel_calls)));
   stats.formula(stat_prefix + ".pcie.infeed.utilization", "fraction", "PCIe infeed busy / elapsed",
                 fraction(pcie_busy));
-  const double threads = static_cast<double>(host.num_parallel_calls);
-  stats.formula(
-      stat_prefix + ".map.utilization", "fraction", "map busy / (threads x elapsed)", [this, &map_busy, threads] {
-        return m_elapsed.value() == 0 ? 0.0 : static_cast<double>(map_busy.value()) / (threads * m_elapsed.value());
-      });
-  stats.formula(stat_prefix + ".bottleneck", "code",
-                "what held the device up most: 0 device, 1 host storage read, 2 host map, 3 pcie, 4 checkpoint",
-                [this] { return static_cast<double>(m_bottleneck); });
 }
 
 HostRun HostModel::run(const std::vector<Picos>& compute) {
@@ -103,7 +104,7 @@ HostRun HostModel::run(const std::vector<Picos>& compute) {
   } else {
     out.bottleneck = HostBottleneck::kCheckpoint;
   }
-  m_bottleneck = out.bottleneck;
+  m_bottleneck.add(static_cast<uint64_t>(out.bottleneck));
   m_steps.add(compute.size());
   m_elapsed.add(out.elapsed);
   m_compute.add(out.compute);

@@ -32,7 +32,8 @@ struct StepTiming {
 };
 
 // What held the device up most over a run (docs/host.md, "bottleneck").
-enum class HostBottleneck { kDevice, kStorageRead, kMap, kPcie, kCheckpoint };
+// The values are the codes of the `.bottleneck` stat.
+enum class HostBottleneck { kDevice = 0, kStorageRead = 1, kMap = 2, kPcie = 3, kCheckpoint = 4 };
 const char* bottleneckName(HostBottleneck bottleneck);
 
 struct HostRun {
@@ -75,7 +76,7 @@ class HostModel {
   Counter& m_compute;
   Counter& m_input_stall;
   Counter& m_infeed_wait;
-  HostBottleneck m_bottleneck = HostBottleneck::kDevice;
+  Counter& m_bottleneck;  // a HostBottleneck, set once by run()
 };
 
 }  // namespace tpusim

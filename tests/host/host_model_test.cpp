@@ -105,6 +105,18 @@ TEST(HostModel, RunsAreDeterministicAndOncePerModel) {
   EXPECT_THROW(a.run(kCompute, 1), Error);
 }
 
+TEST(HostModel, StatsOutliveTheModel) {
+  // The serial case again (277.280338667 ms per step), read after the model is gone.
+  StatsRegistry stats;
+  {
+    HostModel model(tpuv4Host(1, 0), kBatch, 0, stats, "host0");
+    model.run(kCompute, 4);
+  }
+  EXPECT_NEAR(stats.value("host0.device.utilization"), 20 / (256.055 + kPcieMs + 20), 1e-9);
+  EXPECT_EQ(stats.value("host0.bottleneck"), 2);
+  EXPECT_EQ(stats.value("host0.steps"), 4);
+}
+
 // docs/host.md's input-bound table: steady step time and device utilization
 // against map threads and prefetch depth, tpuv4 host, batch 128, 20 ms compute.
 std::string inputBoundTable() {
