@@ -1,5 +1,7 @@
 #include "sim/host/host_model.hpp"
 
+#include <algorithm>
+
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -21,6 +23,28 @@ double HostRun::meanStepSeconds(size_t from) const {
   return secondsFromPicos(span) / static_cast<double>(steps.size() - 1 - from);
 }
 
+HostBottleneck HostModel::bottleneckOf(const HostRun& run) const {
+  // An input stall is blamed on the busier of the two stages that build batches.
+  const double read_busy = static_cast<double>(m_pipeline.readBusy());
+  const double map_busy = static_cast<double>(m_pipeline.mapBusy()) / static_cast<double>(m_host.num_parallel_calls);
+  const HostBottleneck host = read_busy >= map_busy ? HostBottleneck::kStorageRead : HostBottleneck::kMap;
+  // With prefetch the host builds batches while the device computes, so a
+  // device that still waits for input once the run has settled (its second
+  // half) waits on a host slower than itself, however small the wait.
+  if (m_host.prefetch_batches > 0) {
+    for (size_t k = run.steps.size() / 2; k < run.steps.size(); ++k) {
+      if (run.steps[k].input_stall > 0) return host;
+    }
+  }
+  // Otherwise (or with no prefetch, where every part adds to the step) the
+  // largest share of the elapsed time.
+  const Picos largest = std::max({run.compute, run.input_stall, run.infeed, run.checkpoint});
+  if (largest == run.compute) return HostBottleneck::kDevice;
+  if (largest == run.input_stall) return host;
+  if (largest == run.infeed) return HostBottleneck::kPcie;
+  return HostBottleneck::kCheckpoint;
+}
+
 HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64_t state_bytes, StatsRegistry& stats,
                      const std::string& stat_prefix)
     : m_host(host),
@@ -38,7 +62,7 @@ HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64
           stats.counter(stat_prefix + ".infeed_wait_ps", "ps", "time the device waited for its batch to cross PCIe")),
       m_bottleneck(stats.counter(
           stat_prefix + ".bottleneck", "code",
-          "largest share of the elapsed time: 0 device, 1 host storage read, 2 host map, 3 pcie, 4 checkpoint")) {
+          "what limits the step (docs/host.md): 0 device, 1 host storage read, 2 host map, 3 pcie, 4 checkpoint")) {
   // Formulas capture only counters, which the registry owns: they stay valid
   // after the model is gone.
   const Counter& elapsed = m_elapsed;
@@ -90,20 +114,7 @@ HostRun HostModel::run(const std::vector<Picos>& compute) {
   }
   out.elapsed = device_free;
 
-  // The largest share of the elapsed time names the bottleneck; an input
-  // stall is blamed on the busier of the two host stages that build batches.
-  const double read_util = static_cast<double>(m_pipeline.readBusy());
-  const double map_util = static_cast<double>(m_pipeline.mapBusy()) / static_cast<double>(m_host.num_parallel_calls);
-  const Picos largest = std::max({out.compute, out.input_stall, out.infeed, out.checkpoint});
-  if (largest == out.compute) {
-    out.bottleneck = HostBottleneck::kDevice;
-  } else if (largest == out.input_stall) {
-    out.bottleneck = read_util >= map_util ? HostBottleneck::kStorageRead : HostBottleneck::kMap;
-  } else if (largest == out.infeed) {
-    out.bottleneck = HostBottleneck::kPcie;
-  } else {
-    out.bottleneck = HostBottleneck::kCheckpoint;
-  }
+  out.bottleneck = bottleneckOf(out);
   m_bottleneck.add(static_cast<uint64_t>(out.bottleneck));
   m_steps.add(compute.size());
   m_elapsed.add(out.elapsed);

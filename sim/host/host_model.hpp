@@ -31,7 +31,10 @@ struct StepTiming {
   Picos checkpoint = 0;   // after this step, 0 if none
 };
 
-// What held the device up most over a run (docs/host.md, "bottleneck").
+// What limits the step time of a run (docs/host.md, "bottleneck"): with
+// prefetch, the host if the device still waits for input in the run's second
+// half; otherwise the largest share of compute, input stall, PCIe wait and
+// checkpoints. An input stall is blamed on the busier of read and map.
 // The values are the codes of the `.bottleneck` stat.
 enum class HostBottleneck { kDevice = 0, kStorageRead = 1, kMap = 2, kPcie = 3, kCheckpoint = 4 };
 const char* bottleneckName(HostBottleneck bottleneck);
@@ -70,6 +73,8 @@ class HostModel {
   PcieLink m_outfeed;
   CheckpointWriter m_checkpoints;
   bool m_ran = false;
+
+  HostBottleneck bottleneckOf(const HostRun& run) const;
 
   Counter& m_steps;
   Counter& m_elapsed;

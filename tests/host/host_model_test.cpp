@@ -72,6 +72,19 @@ TEST(HostInputBound, ParallelMapAndPrefetchRecover) {
   EXPECT_EQ(stats.value("host0.pcie.infeed.transfers"), 100);
 }
 
+TEST(HostInputBound, PrefetchWithTooFewThreadsIsStillMapBound) {
+  // 8 threads map a batch in 128 x 2 ms / 8 = 32 ms, longer than the device's
+  // 21.225 ms: the step is 32 ms and the device waits 10.775 ms of each.
+  // Compute is the largest share (62 %), but the map sets the step.
+  StatsRegistry stats;
+  HostModel model(tpuv4Host(8, 2), kBatch, 0, stats, "host0");
+  const HostRun run = model.run(kCompute, 100);
+  EXPECT_NEAR(run.meanStepSeconds(50) * 1e3, 32, 1e-9);
+  EXPECT_EQ(run.steps[80].input_stall, 32000000000u - 21225338667u);
+  EXPECT_GT(run.compute, run.input_stall);
+  EXPECT_EQ(run.bottleneck, HostBottleneck::kMap);
+}
+
 TEST(HostModel, CheckpointsStallTheDeviceForCopyAndWrite) {
   // Compute-bound (50 ms steps, the host builds a batch in 32 ms), a
   // checkpoint of 1e8 bytes after steps 9, 19 and 29: 1e8 / 10 GB/s = 10 ms
