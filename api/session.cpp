@@ -1,6 +1,7 @@
 #include "api/session.hpp"
 
 #include "api/functional.hpp"
+#include "api/host_run.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -217,6 +218,10 @@ RunOutcome runRequest(const RunRequest& request) {
   const SimResult result = simulate(outcome.program, hw);
   outcome.report = buildReport(outcome.program, result, hw,
                                RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
+  if (request.steps > 0) {
+    outcome.report["host"] = runHostSteps(hw, outcome.report, request.steps, *result.stats);
+    outcome.report["stats"] = statsEntries(*result.stats);  // with the host's
+  }
   if (request.functional) {
     FunctionalRun values = runFunctional(request, hw);
     outcome.report["functional"] = std::move(values.summary);

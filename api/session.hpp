@@ -48,6 +48,9 @@ struct RunRequest {
   // Compute the step's values too, with the MXU's numerics (api/functional.hpp).
   bool functional = false;
   uint64_t seed = 0;  // of the functional run's generated inputs
+  // Run this many steps fed by the host's input pipeline and PCIe infeed (api/host_run.hpp);
+  // 0: one step with its inputs already in HBM.
+  uint64_t steps = 0;
 };
 
 // The training options a request asks for (names parsed, values not yet checked).

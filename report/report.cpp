@@ -50,8 +50,8 @@ nlohmann::ordered_json memoryEntry(const program::ChipProgram& chip, const Hardw
   entry["scratch_bytes"] = memory.scratch_bytes();
   // What the step's HBM tensors are, by role (before buffer reuse).
   nlohmann::ordered_json roles = nlohmann::ordered_json::object();
-  for (const program::BufferRole role : {program::INPUT, program::WEIGHT, program::ACTIVATION, program::GRADIENT,
-                                         program::OPTIMIZER_STATE}) {
+  for (const program::BufferRole role :
+       {program::INPUT, program::WEIGHT, program::ACTIVATION, program::GRADIENT, program::OPTIMIZER_STATE}) {
     uint64_t bytes = 0;
     for (const program::Buffer& buffer : chip.buffers()) {
       if (buffer.space() == program::HBM && buffer.role() == role) bytes += buffer.bytes();
@@ -274,8 +274,13 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
 
+  report["stats"] = statsEntries(*result.stats);
+  return report;
+}
+
+nlohmann::ordered_json statsEntries(const StatsRegistry& registry) {
   nlohmann::ordered_json stats = nlohmann::ordered_json::array();
-  for (const StatEntry& stat : result.stats->entries()) {
+  for (const StatEntry& stat : registry.entries()) {
     nlohmann::ordered_json entry;
     entry["name"] = stat.name;
     if (stat.is_formula) {
@@ -287,8 +292,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
     entry["description"] = stat.description;
     stats.push_back(entry);
   }
-  report["stats"] = stats;
-  return report;
+  return stats;
 }
 
 void writeReport(const nlohmann::ordered_json& report, const std::string& path) {
@@ -339,7 +343,8 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     const auto& roles = memory["bytes_by_role"];
     const auto role = [&](const char* name) { return static_cast<double>(roles[name].get<uint64_t>()) / gib; };
     std::snprintf(line, sizeof(line),
-                  "HBM tensors  weights %.3f, gradients (weights and activations) %.3f, optimizer state %.3f, activations %.3f, inputs "
+                  "HBM tensors  weights %.3f, gradients (weights and activations) %.3f, optimizer state %.3f, "
+                  "activations %.3f, inputs "
                   "%.3f GiB\n",
                   role("weight"), role("gradient"), role("optimizer_state"), role("activation"), role("input"));
     out << line;
@@ -371,6 +376,16 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     }
   }
   appendMxuSummary(report, out);
+  if (report.contains("host")) {
+    const auto& h = report["host"];
+    std::snprintf(line, sizeof(line),
+                  "host         %llu steps: %.3f ms per step (compute %.3f ms), device busy %.1f%%, MXU MAC "
+                  "utilization %.1f%% over the run; bottleneck: %s\n",
+                  static_cast<unsigned long long>(h["steps"].get<uint64_t>()), h["mean_step_s"].get<double>() * 1e3,
+                  h["step_compute_s"].get<double>() * 1e3, h["device_utilization"].get<double>() * 100.0,
+                  h["mxu_mac_utilization"].get<double>() * 100.0, h["bottleneck"].get<std::string>().c_str());
+    out << line;
+  }
   return out.str();
 }
 

@@ -23,6 +23,8 @@ struct RunInfo {
 
 nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,
                                    const RunInfo& info);
+// report.json's "stats": every registered stat with its value, unit and description.
+nlohmann::ordered_json statsEntries(const StatsRegistry& registry);
 
 // Writes `report` as indented JSON; the text is the same for the same inputs.
 void writeReport(const nlohmann::ordered_json& report, const std::string& path);

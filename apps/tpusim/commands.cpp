@@ -124,10 +124,13 @@ int runCommand(const std::vector<std::string>& args) {
   bool no_instructions = false;
   bool functional = false;
   uint64_t seed = 0;
+  uint64_t steps = 0;
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json")(
       "functional", po::bool_switch(&functional),
       "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
       "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
+      "steps", po::value(&steps)->default_value(steps),
+      "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
@@ -136,6 +139,7 @@ int runCommand(const std::vector<std::string>& args) {
   request.instruction_timeline = !no_instructions;
   request.functional = functional;
   request.seed = seed;
+  request.steps = steps;
   const RunOutcome outcome = runRequest(request);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
