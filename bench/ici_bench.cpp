@@ -29,9 +29,8 @@ void allReduceOnTorus(benchmark::State& state, tpusim::AllReduceAlgorithm algori
   state.counters["transfers"] = static_cast<double>(transfers);
   state.counters["link_hops"] = static_cast<double>(hops);
   state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;
-  state.counters["s_per_hop"] =
-      benchmark::Counter(static_cast<double>(hops), benchmark::Counter::kIsIterationInvariantRate |
-                                                        benchmark::Counter::kInvert);
+  state.counters["s_per_hop"] = benchmark::Counter(
+      static_cast<double>(hops), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void BM_TorusAllReduce64MiB(benchmark::State& state) {

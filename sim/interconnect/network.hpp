@@ -18,6 +18,7 @@
 // Events are processed in (time, transfer id) order, so runs are deterministic.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
