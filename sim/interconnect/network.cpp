@@ -27,8 +27,8 @@ uint64_t nsToPs(double ns) {
 
 }  // namespace
 
-Network::Network(const Topology& topology, const IciLinkConfig& config, RoutingMode routing)
-    : m_topology(topology), m_config(config), m_routing(routing) {
+Network::Network(const Topology& topology, const IciLinkConfig& config, RoutingMode routing, Granularity granularity)
+    : m_topology(topology), m_config(config), m_routing(routing), m_granularity(granularity) {
   validateLinkConfig(config);
   m_ps_per_byte = 1e12 / config.bandwidth_bytes_per_s;
   m_router_ps = nsToPs(config.router_latency_ns);
@@ -48,6 +48,18 @@ TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::spa
     throw Error(ErrorKind::kInvalidInput, "ICI transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
                                               ": the topology has chips 0.." + std::to_string(chips - 1));
   }
+  if (m_granularity == Granularity::kMessage || src == dst || bytes <= m_config.packet_bytes) {
+    return addUnit(src, dst, bytes, deps, earliest_ps);
+  }
+  std::vector<TransferId> packets;
+  for (uint64_t sent = 0; sent < bytes; sent += m_config.packet_bytes) {
+    packets.push_back(addUnit(src, dst, std::min(m_config.packet_bytes, bytes - sent), deps, earliest_ps));
+  }
+  return addUnit(dst, dst, 0, packets, earliest_ps);  // the join: done when the last packet is
+}
+
+TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
+                            uint64_t earliest_ps) {
   const auto id = static_cast<TransferId>(m_transfers.size());
   Transfer t{src, dst, src, bytes, earliest_ps};
   t.ser_all_ps = serializationPs(bytes);

@@ -16,6 +16,12 @@
 //   eligible; packets of two messages do not interleave on one link;
 // - buffers are unbounded: no credits, a blocked hop never stalls upstream.
 // Events are processed in (time, transfer id) order, so runs are deterministic.
+//
+// Granularity::kPacket is the validation mode for the first simplification:
+// each packet is its own transfer, granted the link on its own, so packets of
+// different messages interleave; a zero-time join at the destination marks the
+// message done. Uncontended it gives the same times as kMessage (tested); it
+// costs one event per packet per hop, so it is for small cases.
 #pragma once
 
 #include <array>
@@ -32,6 +38,11 @@ namespace tpusim {
 
 using TransferId = int32_t;
 
+enum class Granularity {
+  kMessage,  // a message holds a link for all its bytes (the fast default)
+  kPacket,   // every packet is granted each link on its own (validation)
+};
+
 struct LinkStats {
   uint64_t bytes = 0;
   uint64_t messages = 0;
@@ -41,7 +52,8 @@ struct LinkStats {
 
 class Network {
  public:
-  Network(const Topology& topology, const IciLinkConfig& config, RoutingMode routing = RoutingMode::kDimensionOrder);
+  Network(const Topology& topology, const IciLinkConfig& config, RoutingMode routing = RoutingMode::kDimensionOrder,
+          Granularity granularity = Granularity::kMessage);
 
   // Adds a transfer that may start once every dep has delivered and not
   // before earliest_ps. A chip id out of range is a one-line error; src == dst
@@ -56,6 +68,7 @@ class Network {
   uint64_t doneTime(TransferId id) const { return m_transfers[id].done_ps; }
   uint64_t makespan() const { return m_makespan_ps; }
   const LinkStats& linkStats(LinkId link) const { return m_links[link].stats; }
+  // Transfers the model holds: one per message, or per packet plus a join.
   size_t numTransfers() const { return m_transfers.size(); }
   uint64_t numHops() const { return m_hops; }
 
@@ -93,10 +106,12 @@ class Network {
   void complete(TransferId id, std::vector<Event>& heap);
   void hop(const Event& event, std::vector<Event>& heap);
   int chooseDimension(const Transfer& t) const;
+  TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps);
 
   Topology m_topology;
   IciLinkConfig m_config;
   RoutingMode m_routing;
+  Granularity m_granularity;
   double m_ps_per_byte;
   uint64_t m_router_ps;
   uint64_t m_wire_ps;

@@ -107,6 +107,49 @@ TEST(IciNetwork, AdaptiveRoutingAvoidsABusyLink) {
   EXPECT_EQ(done[1], 2 * 600'000u + 40'960u + 10'000'000u);
 }
 
+TEST(IciNetwork, PacketModeMatchesMessageModeUncontended) {
+  // 1,000,000 B = 244 packets of 4096 B + one of 576 B. Per packet the pipeline
+  // over h hops gives h x 600 ns + (h - 1) x 40.96 ns + 10,000 ns, the message
+  // mode's closed form, to the picosecond.
+  const Topology ring = Topology::parse(TopologyKind::kRing, "8");
+  for (ChipId dst = 1; dst <= 4; ++dst) {
+    uint64_t done[2];
+    for (Granularity g : {Granularity::kMessage, Granularity::kPacket}) {
+      Network net(ring, testLinks(), RoutingMode::kDimensionOrder, g);
+      const TransferId id = net.addTransfer(0, dst, 1'000'000);
+      net.run();
+      done[g == Granularity::kPacket] = net.doneTime(id);
+      if (g == Granularity::kPacket) {
+        EXPECT_EQ(net.numTransfers(), 246u);  // 245 packets + the join
+      }
+    }
+    const uint64_t h = dst;
+    EXPECT_EQ(done[0], h * 600'000 + (h - 1) * 40'960 + 10'000'000);
+    EXPECT_EQ(done[1], done[0]) << h << " hops";
+  }
+}
+
+TEST(IciNetwork, PacketModeInterleavesWhereMessageModeQueuesWholeMessages) {
+  // 4x4 torus: A (0,1) -> (1,2) goes x+ then y+; B (1,0) -> (1,2) goes y+ twice.
+  // Both heads reach chip (1,1) at the same time and need its y+ link. Message
+  // mode: A (lower id) holds it for all 10 us, B waits: A ends ~10 us before B.
+  // Packet mode: the packets alternate, and both end within one packet time of
+  // each other. Either way the link carries 20 us of bytes: the last end agrees.
+  const Topology torus = Topology::parse(TopologyKind::kTorus2d, "4x4");
+  std::array<std::array<uint64_t, 2>, 2> done{};
+  for (Granularity g : {Granularity::kMessage, Granularity::kPacket}) {
+    Network net(torus, testLinks(), RoutingMode::kDimensionOrder, g);
+    const TransferId a = net.addTransfer(torus.chipAt({0, 1, 0}), torus.chipAt({1, 2, 0}), 1'000'000);
+    const TransferId b = net.addTransfer(torus.chipAt({1, 0, 0}), torus.chipAt({1, 2, 0}), 1'000'000);
+    net.run();
+    done[g == Granularity::kPacket] = {net.doneTime(a), net.doneTime(b)};
+  }
+  const double ser = 10'000'000;  // ps for 1e6 B
+  EXPECT_NEAR(static_cast<double>(done[0][1] - done[0][0]), ser, 0.01 * ser);
+  EXPECT_LE(std::abs(static_cast<int64_t>(done[1][1]) - static_cast<int64_t>(done[1][0])), 40'960);
+  EXPECT_NEAR(static_cast<double>(done[1][1]), static_cast<double>(done[0][1]), 0.01 * static_cast<double>(done[0][1]));
+}
+
 TEST(IciNetwork, StatsAreRegisteredPerLinkWithTotals) {
   Network net(Topology::parse(TopologyKind::kRing, "4"), testLinks());
   net.addTransfer(0, 2, 1'000);  // 0 -> 1 -> 2: two hops (even source takes + on the tie)
