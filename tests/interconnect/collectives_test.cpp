@@ -4,6 +4,9 @@
 // Links: beta = 100 GB/s (10 ps per byte), alpha = 500 ns link + 100 ns router.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <iostream>
+
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
 

@@ -3,6 +3,8 @@
 // adaptive routing, stats, and the one-line errors of bad link parameters.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "sim/common/error.hpp"
 #include "sim/interconnect/network.hpp"
 

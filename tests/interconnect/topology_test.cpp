@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <functional>
+#include <iostream>
 
 #include "sim/common/error.hpp"
 #include "sim/interconnect/routing.hpp"
