@@ -1,0 +1,79 @@
+// ICI model speed: a 64 MiB all-reduce on 3D tori of 64, 512 and 4096 chips
+// (dimension by dimension, bidirectional rings, every link transfer through
+// the FCFS link model), and a ring all-reduce over all chips in id order, whose
+// row-to-row steps take several hops and contend for links (up to 512 chips).
+// Run: build/bench/ici_bench (figures depend on the machine; quote medians).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+
+#include "sim/interconnect/collectives.hpp"
+
+namespace {
+
+constexpr uint64_t kBytes = 64ull << 20;
+
+void allReduceOnTorus(benchmark::State& state, tpusim::AllReduceAlgorithm algorithm) {
+  const int k = static_cast<int>(state.range(0));
+  const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
+  const tpusim::IciLinkConfig links;  // 50 GB/s per direction, 100 ns link, 50 ns router
+  uint64_t simulated_ps = 0, transfers = 0, hops = 0;
+  for (auto _ : state) {
+    tpusim::Network net(torus, links);
+    const tpusim::Collective c = tpusim::allReduce(net, tpusim::allChips(torus), kBytes, algorithm);
+    net.run();
+    simulated_ps = c.finishTime(net);
+    transfers = net.numTransfers();
+    hops = net.numHops();
+    benchmark::DoNotOptimize(simulated_ps);
+  }
+  state.counters["chips"] = static_cast<double>(torus.numChips());
+  state.counters["transfers"] = static_cast<double>(transfers);
+  state.counters["link_hops"] = static_cast<double>(hops);
+  state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;
+  state.counters["s_per_hop"] = benchmark::Counter(
+      static_cast<double>(hops), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+void BM_TorusAllReduce64MiB(benchmark::State& state) {
+  allReduceOnTorus(state, tpusim::AllReduceAlgorithm::kTorus);
+}
+BENCHMARK(BM_TorusAllReduce64MiB)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
+
+// Two 32 MiB torus all-reduces at once (two gradient buckets): every link
+// is shared by both, step by step, so each waits for the other's chunks.
+void BM_TwoTorusAllReduces32MiB(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
+  const tpusim::IciLinkConfig links;
+  uint64_t simulated_ps = 0, hops = 0, max_queue_ps = 0;
+  for (auto _ : state) {
+    tpusim::Network net(torus, links);
+    const tpusim::Group all = tpusim::allChips(torus);
+    const tpusim::Collective a = tpusim::allReduce(net, all, kBytes / 2, tpusim::AllReduceAlgorithm::kTorus);
+    const tpusim::Collective b = tpusim::allReduce(net, all, kBytes / 2, tpusim::AllReduceAlgorithm::kTorus);
+    net.run();
+    simulated_ps = std::max(a.finishTime(net), b.finishTime(net));
+    hops = net.numHops();
+    max_queue_ps = 0;
+    for (tpusim::LinkId l = 0; l < torus.numLinkSlots(); ++l) {
+      max_queue_ps = std::max(max_queue_ps, net.linkStats(l).max_queue_ps);
+    }
+    benchmark::DoNotOptimize(simulated_ps);
+  }
+  state.counters["chips"] = static_cast<double>(torus.numChips());
+  state.counters["link_hops"] = static_cast<double>(hops);
+  state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;
+  state.counters["max_queue_us"] = static_cast<double>(max_queue_ps) / 1e6;
+}
+BENCHMARK(BM_TwoTorusAllReduces32MiB)->Arg(16)->Unit(benchmark::kMillisecond);
+
+void BM_RingAllReduce64MiB(benchmark::State& state) {
+  allReduceOnTorus(state, tpusim::AllReduceAlgorithm::kRing);
+}
+// 2 p (p - 1) transfers: 33.5 M at 4096 chips (about 30 s), so up to 512 here.
+BENCHMARK(BM_RingAllReduce64MiB)->Arg(4)->Arg(8)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,226 @@
+#include "sim/interconnect/collectives.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+// What each member must have received before its next send, by member index.
+using Ready = std::vector<std::vector<TransferId>>;
+
+// Chunk `index` of `bytes` cut into `parts`: the first bytes % parts chunks get one byte more.
+uint64_t chunkBytes(uint64_t bytes, uint64_t parts, uint64_t index) {
+  return bytes / parts + (index < bytes % parts ? 1 : 0);
+}
+
+void checkGroup(const Network& network, const Group& group, const char* what) {
+  if (group.empty()) throw Error(ErrorKind::kInvalidInput, std::string(what) + " over an empty group of chips");
+  const int chips = network.topology().numChips();
+  std::vector<bool> seen(chips, false);
+  for (ChipId c : group) {
+    if (c < 0 || c >= chips) {
+      throw Error(ErrorKind::kInvalidInput, std::string(what) + ": chip " + std::to_string(c) +
+                                                " is not in the topology (chips 0.." + std::to_string(chips - 1) + ")");
+    }
+    if (seen[c])
+      throw Error(ErrorKind::kInvalidInput,
+                  std::string(what) + ": chip " + std::to_string(c) + " appears twice in the group");
+    seen[c] = true;
+  }
+}
+
+struct RingPhase {
+  const std::vector<int>* ring;  // member indices, in ring order
+  uint64_t bytes;                // the buffer the phase scatters or gathers
+  int dir;                       // +1: member i sends to i+1; -1: to i-1
+  bool reduce;                   // reduce-scatter (the receiver adds) or all-gather
+};
+
+// p - 1 steps; at each, every ring member sends one chunk to its successor.
+// start[m] gates member m's sends; on return end[m] holds its last receipt.
+void ringSteps(Network& network, const Group& group, const RingPhase& phase, const Ready& start, Ready& end,
+               Collective& out, std::vector<uint64_t>& reduced_bytes) {
+  const std::vector<int>& ring = *phase.ring;
+  const auto p = static_cast<int64_t>(ring.size());
+  if (p < 2) return;
+  std::vector<TransferId> last_in(p, -1);  // by ring position
+  std::vector<TransferId> next_in(p, -1);
+  std::vector<TransferId> deps;
+  for (int64_t s = 0; s < p - 1; ++s) {
+    for (int64_t i = 0; i < p; ++i) {
+      const int64_t to = ((i + phase.dir) % p + p) % p;
+      // RS: position i sends chunk i - dir*s; AG: the chunk it owns, i + dir, then what it received.
+      const int64_t chunk =
+          phase.reduce ? (((i - phase.dir * s) % p) + p) % p : (((i + phase.dir * (1 - s)) % p) + p) % p;
+      const uint64_t bytes = chunkBytes(phase.bytes, p, chunk);
+      deps = start[ring[i]];
+      if (last_in[i] >= 0) deps.push_back(last_in[i]);
+      const TransferId id = network.addTransfer(group[ring[i]], group[ring[to]], bytes, deps);
+      out.transfers.push_back(id);
+      next_in[to] = id;
+      if (phase.reduce) reduced_bytes[ring[to]] += bytes;
+    }
+    std::swap(last_in, next_in);
+  }
+  for (int64_t i = 0; i < p; ++i) end[ring[i]].push_back(last_in[i]);
+}
+
+// One phase over `ring`, on one direction or split over both.
+void ringPhase(Network& network, const Group& group, const std::vector<int>& ring, uint64_t bytes, bool reduce,
+               bool bidirectional, const Ready& start, Ready& end, Collective& out,
+               std::vector<uint64_t>& reduced_bytes) {
+  if (!bidirectional) {
+    ringSteps(network, group, {&ring, bytes, 1, reduce}, start, end, out, reduced_bytes);
+    return;
+  }
+  ringSteps(network, group, {&ring, bytes - bytes / 2, 1, reduce}, start, end, out, reduced_bytes);
+  ringSteps(network, group, {&ring, bytes / 2, -1, reduce}, start, end, out, reduced_bytes);
+}
+
+std::vector<int> listOrder(size_t p) {
+  std::vector<int> ring(p);
+  for (size_t i = 0; i < p; ++i) ring[i] = static_cast<int>(i);
+  return ring;
+}
+
+Collective finish(Collective out, const std::vector<uint64_t>& reduced_bytes, uint32_t element_bytes) {
+  out.elements_reduced.resize(reduced_bytes.size());
+  for (size_t i = 0; i < reduced_bytes.size(); ++i) out.elements_reduced[i] = reduced_bytes[i] / element_bytes;
+  return out;
+}
+
+void checkElementBytes(uint32_t element_bytes) {
+  if (element_bytes == 0) throw Error(ErrorKind::kInvalidInput, "collective element size must be at least 1 byte");
+}
+
+Collective torusAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
+  const Topology& topo = network.topology();
+  if (group != allChips(topo)) {
+    throw Error(ErrorKind::kUnsupported, "torus all-reduce needs the whole topology, in chip-id order, as its group");
+  }
+  const size_t n = group.size();
+  Collective out;
+  std::vector<uint64_t> reduced(n, 0);
+  Ready ready(n);
+  std::vector<int> dims;
+  std::vector<uint64_t> sizes;  // the buffer each dimension's phase works on
+  uint64_t size = bytes;
+  for (int d = 0; d < kDims; ++d) {
+    if (topo.dim(d) < 2) continue;
+    dims.push_back(d);
+    sizes.push_back(size);
+    size = (size + topo.dim(d) - 1) / topo.dim(d);
+  }
+  // Lines along d: the chips that differ only in coordinate d (straight lines,
+  // also on the twisted torus, where their ring closes over k - 1 hops).
+  const auto phase = [&](int d, uint64_t phase_bytes, bool reduce) {
+    Ready end(n);
+    std::vector<int> line(topo.dim(d));
+    for (ChipId c = 0; c < topo.numChips(); ++c) {
+      Coords at = topo.coords(c);
+      if (at[d] != 0) continue;
+      for (int i = 0; i < topo.dim(d); ++i) {
+        at[d] = i;
+        line[i] = topo.chipAt(at);
+      }
+      ringPhase(network, group, line, phase_bytes, reduce, true, ready, end, out, reduced);
+    }
+    ready = std::move(end);
+  };
+  for (size_t i = 0; i < dims.size(); ++i) phase(dims[i], sizes[i], true);
+  for (size_t i = dims.size(); i-- > 0;) phase(dims[i], sizes[i], false);
+  return finish(std::move(out), reduced, element_bytes);
+}
+
+}  // namespace
+
+uint64_t Collective::finishTime(const Network& network) const {
+  uint64_t t = 0;
+  for (TransferId id : transfers) t = std::max(t, network.doneTime(id));
+  return t;
+}
+
+Group allChips(const Topology& topology) {
+  Group group(topology.numChips());
+  for (int i = 0; i < topology.numChips(); ++i) group[i] = i;
+  return group;
+}
+
+Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllReduceAlgorithm algorithm,
+                     uint32_t element_bytes) {
+  checkGroup(network, group, "all-reduce");
+  checkElementBytes(element_bytes);
+  if (algorithm == AllReduceAlgorithm::kTorus) return torusAllReduce(network, group, bytes, element_bytes);
+  const bool bidirectional = algorithm == AllReduceAlgorithm::kBidirectionalRing;
+  const std::vector<int> ring = listOrder(group.size());
+  Collective out;
+  std::vector<uint64_t> reduced(group.size(), 0);
+  Ready none(group.size()), scattered(group.size()), gathered(group.size());
+  ringPhase(network, group, ring, bytes, true, bidirectional, none, scattered, out, reduced);
+  ringPhase(network, group, ring, bytes, false, bidirectional, scattered, gathered, out, reduced);
+  return finish(std::move(out), reduced, element_bytes);
+}
+
+Collective reduceScatter(Network& network, const Group& group, uint64_t bytes, bool bidirectional,
+                         uint32_t element_bytes) {
+  checkGroup(network, group, "reduce-scatter");
+  checkElementBytes(element_bytes);
+  Collective out;
+  std::vector<uint64_t> reduced(group.size(), 0);
+  Ready none(group.size()), end(group.size());
+  ringPhase(network, group, listOrder(group.size()), bytes, true, bidirectional, none, end, out, reduced);
+  return finish(std::move(out), reduced, element_bytes);
+}
+
+Collective allGather(Network& network, const Group& group, uint64_t bytes, bool bidirectional) {
+  checkGroup(network, group, "all-gather");
+  Collective out;
+  std::vector<uint64_t> reduced(group.size(), 0);
+  Ready none(group.size()), end(group.size());
+  ringPhase(network, group, listOrder(group.size()), bytes, false, bidirectional, none, end, out, reduced);
+  return finish(std::move(out), reduced, 1);
+}
+
+Collective allToAll(Network& network, const Group& group, uint64_t bytes) {
+  checkGroup(network, group, "all-to-all");
+  const uint64_t p = group.size();
+  Collective out;
+  for (uint64_t i = 0; i < p; ++i) {
+    for (uint64_t j = 0; j < p; ++j) {
+      if (i != j) out.transfers.push_back(network.addTransfer(group[i], group[j], chunkBytes(bytes, p, j)));
+    }
+  }
+  out.elements_reduced.assign(p, 0);
+  return out;
+}
+
+Collective broadcast(Network& network, const Group& group, uint64_t bytes, uint32_t chunks) {
+  checkGroup(network, group, "broadcast");
+  if (chunks == 0) throw Error(ErrorKind::kInvalidInput, "broadcast needs at least one chunk");
+  Collective out;
+  std::vector<TransferId> into(chunks, -1);  // chunk j's receipt at the previous member
+  for (size_t m = 1; m < group.size(); ++m) {
+    for (uint32_t j = 0; j < chunks; ++j) {
+      std::vector<TransferId> deps;
+      if (into[j] >= 0) deps.push_back(into[j]);
+      into[j] = network.addTransfer(group[m - 1], group[m], chunkBytes(bytes, chunks, j), deps);
+      out.transfers.push_back(into[j]);
+    }
+  }
+  out.elements_reduced.assign(group.size(), 0);
+  return out;
+}
+
+Collective sendRecv(Network& network, ChipId src, ChipId dst, uint64_t bytes) {
+  checkGroup(network, {src, dst}, "send/recv");
+  Collective out;
+  out.transfers.push_back(network.addTransfer(src, dst, bytes));
+  out.elements_reduced.assign(2, 0);
+  return out;
+}
+
+}  // namespace tpusim
