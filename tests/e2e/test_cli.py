@@ -399,3 +399,28 @@ def test_zoo_shows_mxu_utilization_and_mapping_per_op(tpusim_bin, tmp_path):
         assert op["mxu_stream_cycles"] + op["mxu_weight_load_stall_cycles"] + op["mxu_fill_drain_cycles"] == \
             op["mxu_busy_cycles"]
         assert "mxu_split=" in op["tiling"]
+
+
+def test_steps_fed_by_a_serial_host_starve_the_chip_and_a_parallel_one_recovers(tpusim_bin, tmp_path):
+    """The input-bound case (docs/host.md) on the simulated ResNet-50 step at batch 128."""
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "resnet50.onnx")
+    hosts = {}
+    for name, threads, prefetch in (("serial", 1, 0), ("parallel", 32, 2)):
+        out = tmp_path / name
+        result = run(tpusim_bin, "run", trace, "--batch", "128", "--no-instructions", "--steps", "20",
+                     "--set", f"host.num_parallel_calls={threads}", "--set", f"host.prefetch_batches={prefetch}",
+                     "--out", str(out))
+        assert result.returncode == 0, result.stderr
+        assert "host         20 steps" in result.stdout
+        hosts[name] = json.loads((out / "report.json").read_text())["host"]
+    serial, parallel = hosts["serial"], hosts["parallel"]
+    compute = serial["step_compute_s"]
+    # Serial, nothing prefetched: each step maps its 128 examples one after another at 2 ms
+    # (the first example's read, 110,000 B at 2 GB/s, comes first), sends the batch over
+    # PCIe (128 x 602,112 B at 15.75 GB/s + 2 us) and only then computes.
+    batch_bytes = 128 * 3 * 224 * 224 * 4
+    expected = 128 * 2e-3 + 110000 / 2e9 + batch_bytes / 15.75e9 + 2e-6 + compute
+    assert serial["mean_step_s"] == pytest.approx(expected, rel=1e-3)
+    assert serial["bottleneck"] == "host map" and serial["device_utilization"] < 0.5
+    assert parallel["bottleneck"] == "device" and parallel["device_utilization"] > 0.95
+    assert parallel["mxu_mac_utilization"] > 2 * serial["mxu_mac_utilization"]
