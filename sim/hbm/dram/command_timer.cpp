@@ -4,6 +4,17 @@
 
 namespace tpusim {
 
+const char* commandName(DramCommand command) {
+  switch (command) {
+    case DramCommand::kAct: return "ACT";
+    case DramCommand::kPre: return "PRE";
+    case DramCommand::kRd: return "RD";
+    case DramCommand::kWr: return "WR";
+    case DramCommand::kRef: return "REF";
+  }
+  return "?";
+}
+
 CommandTimer::CommandTimer(const DramConfig& config)
     : m_t(config.timing),
       m_burst(burstCycles(config)),

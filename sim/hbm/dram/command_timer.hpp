@@ -22,6 +22,9 @@ namespace tpusim {
 
 enum class DramCommand { kAct, kPre, kRd, kWr, kRef };
 
+// "ACT", "PRE", "RD", "WR", "REF".
+const char* commandName(DramCommand command);
+
 inline constexpr int64_t kNoRow = -1;
 
 class CommandTimer {

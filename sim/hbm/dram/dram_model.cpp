@@ -64,7 +64,11 @@ DramModel::DramModel(const DramConfig& config, StatsRegistry& stats, const std::
   stats.formula(prefix + ".bandwidth_gbps", "GB/s", "bytes / simulated time",
                 [k, cycles, mhz] { return ratio(k.bytes, cycles) * mhz / 1000.0; });
   m_channels.reserve(pseudoChannelCount(config));
-  for (uint64_t i = 0; i < pseudoChannelCount(config); ++i) m_channels.emplace_back(m_config, m_counters);
+  for (uint64_t i = 0; i < pseudoChannelCount(config); ++i) m_channels.emplace_back(m_config, m_counters, i);
+}
+
+void DramModel::setCommandLog(std::vector<DramCommandRecord>* log) {
+  for (PseudoChannel& channel : m_channels) channel.setCommandLog(log);
 }
 
 void DramModel::enqueue(const DramRequest& r) {

@@ -46,6 +46,10 @@ class DramModel {
   // Nothing queued and nothing in flight.
   bool idle() const { return m_queued == 0 && m_in_flight.empty(); }
 
+  // Appends every command issued from now on, per pseudo-channel in cycle
+  // order, to log (nullptr stops). The log must outlive its use.
+  void setCommandLog(std::vector<DramCommandRecord>* log);
+
   uint64_t now() const { return m_now; }
   size_t queued() const { return m_queued; }
   size_t peakQueued() const { return m_peak_queued; }

@@ -9,14 +9,23 @@ namespace {
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 }
 
-PseudoChannel::PseudoChannel(const DramConfig& config, const DramCounters& counters)
+std::string formatCommand(const DramCommandRecord& r) {
+  std::string text = std::to_string(r.cycle) + " pc" + std::to_string(r.pseudo_channel) + " " + commandName(r.command) +
+                     (r.auto_precharge ? "A" : "");
+  if (r.command != DramCommand::kRef) text += " b" + std::to_string(r.bank);
+  if (r.command == DramCommand::kAct) text += " r" + std::to_string(r.row);
+  return text;
+}
+
+PseudoChannel::PseudoChannel(const DramConfig& config, const DramCounters& counters, uint64_t index)
     : m_timer(config),
       m_counters(counters),
       m_closed_page(config.page_policy == PagePolicy::kClosed),
       m_depth(config.queue_depth),
       m_burst_bytes(burstBytes(config)),
       m_next_refresh(config.timing.tREFI),
-      m_hit_epoch(banksPerPseudoChannel(config), 0) {}
+      m_hit_epoch(banksPerPseudoChannel(config), 0),
+      m_index(index) {}
 
 void PseudoChannel::runUntil(uint64_t until, std::vector<DramCompletion>& done) {
   while (m_now < until) {
@@ -60,6 +69,7 @@ bool PseudoChannel::issueColumn(uint64_t c, size_t arrived, uint64_t& next, std:
   const Entry e = m_queue[pick];
   const uint64_t finish =
       m_timer.issue(e.is_write ? DramCommand::kWr : DramCommand::kRd, e.bank, c, kNoRow, m_closed_page);
+  record(c, e.is_write ? DramCommand::kWr : DramCommand::kRd, e.bank, kNoRow, m_closed_page);
   (e.is_write ? m_counters.writes : m_counters.reads)->add();
   if (m_closed_page) m_counters.precharges->add();
   m_counters.bytes->add(m_burst_bytes);
@@ -88,6 +98,7 @@ bool PseudoChannel::issueRow(uint64_t c, size_t arrived, uint64_t& next) {
       continue;
     }
     m_timer.issue(command, e.bank, c, e.row);
+    record(c, command, e.bank, command == DramCommand::kAct ? e.row : kNoRow);
     if (command == DramCommand::kAct) {
       m_counters.activates->add();
       if (e.cause == kHit) e.cause = kMiss;
@@ -108,6 +119,7 @@ bool PseudoChannel::issueRefreshStep(uint64_t c, uint64_t& next) {
       return false;
     }
     m_timer.issue(DramCommand::kRef, 0, c);
+    record(c, DramCommand::kRef, 0);
     m_counters.refreshes->add();
     m_next_refresh += m_timer.timing().tREFI;
     return true;
@@ -117,6 +129,7 @@ bool PseudoChannel::issueRefreshStep(uint64_t c, uint64_t& next) {
     const uint64_t t = m_timer.earliest(DramCommand::kPre, bank);
     if (t <= c) {
       m_timer.issue(DramCommand::kPre, bank, c);
+      record(c, DramCommand::kPre, bank);
       m_counters.precharges->add();
       return true;
     }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 #include "sim/common/stats.hpp"
@@ -45,6 +46,19 @@ struct DramCompletion {
   bool is_write;
 };
 
+// One issued command, for a command log (tests, debugging).
+struct DramCommandRecord {
+  uint64_t cycle;
+  uint64_t pseudo_channel;
+  DramCommand command;
+  uint64_t bank;        // REF: 0, covering all banks
+  int64_t row;          // ACT: the row opened; otherwise kNoRow
+  bool auto_precharge;  // RD/WR: issued as RDA/WRA
+};
+
+// "1000 pc3 ACT b4 r17", "1014 pc3 RDA b4".
+std::string formatCommand(const DramCommandRecord& record);
+
 class PseudoChannel {
  public:
   struct Entry {
@@ -56,7 +70,10 @@ class PseudoChannel {
     uint8_t cause;  // kHit, or the row command issued on its behalf
   };
 
-  PseudoChannel(const DramConfig& config, const DramCounters& counters);
+  PseudoChannel(const DramConfig& config, const DramCounters& counters, uint64_t index);
+
+  // Appends every command issued from now on to log (nullptr: none, the default).
+  void setCommandLog(std::vector<DramCommandRecord>* log) { m_log = log; }
 
   void push(const Entry& entry) { m_queue.push_back(entry); }
   // Issue every command due at cycles before `until`, appending what they will complete to `done`.
@@ -74,6 +91,9 @@ class PseudoChannel {
   bool issueColumn(uint64_t c, size_t arrived, uint64_t& next, std::vector<DramCompletion>& done);
   bool issueRow(uint64_t c, size_t arrived, uint64_t& next);
   bool issueRefreshStep(uint64_t c, uint64_t& next);
+  void record(uint64_t c, DramCommand command, uint64_t bank, int64_t row = kNoRow, bool auto_precharge = false) {
+    if (m_log != nullptr) m_log->push_back(DramCommandRecord{c, m_index, command, bank, row, auto_precharge});
+  }
 
   CommandTimer m_timer;
   DramCounters m_counters;
@@ -86,6 +106,8 @@ class PseudoChannel {
   std::vector<uint64_t> m_hit_epoch;
   uint64_t m_epoch = 0;
   uint64_t m_now = 0;
+  uint64_t m_index;
+  std::vector<DramCommandRecord>* m_log = nullptr;
 };
 
 }  // namespace tpusim
