@@ -120,9 +120,15 @@ std::span<const DramCompletion> DramModel::advanceTo(uint64_t cycle) {
 
 size_t DramModel::footprintBytes() const {
   const uint64_t banks = banksPerPseudoChannel(m_config);
+  const size_t entry = sizeof(PseudoChannel::Entry);
+  // Each pseudo-channel: itself, its bank and group states, four per-bank mark
+  // arrays and its window (reserved); beyond the windows, the backlog's peak.
   const size_t per_channel = sizeof(PseudoChannel) + banks * (4 * sizeof(uint64_t) + sizeof(int64_t)) +
-                             m_config.bank_groups * 3 * sizeof(uint64_t) + banks * sizeof(uint64_t);
-  return sizeof(*this) + m_channels.size() * per_channel + m_peak_queued * sizeof(PseudoChannel::Entry) +
+                             m_config.bank_groups * 3 * sizeof(uint64_t) + 4 * banks * sizeof(uint64_t) +
+                             m_config.queue_depth * entry;
+  const size_t windows = m_channels.size() * m_config.queue_depth;
+  const size_t backlog = m_peak_queued > windows ? m_peak_queued - windows : 0;
+  return sizeof(*this) + m_channels.size() * per_channel + backlog * entry +
          (m_peak_in_flight + m_finished.capacity()) * sizeof(DramCompletion);
 }
 

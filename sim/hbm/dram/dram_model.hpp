@@ -53,8 +53,9 @@ class DramModel {
   uint64_t now() const { return m_now; }
   size_t queued() const { return m_queued; }
   size_t peakQueued() const { return m_peak_queued; }
-  // Bytes the model holds: itself, its pseudo-channels and bank states, and
-  // the peak queue and in-flight entries (deque chunk slack not counted).
+  // Bytes the model holds, an estimate: itself, its pseudo-channels with their
+  // bank states and reserved windows, the peak backlog beyond the windows, and
+  // the peak in-flight entries (deque chunk slack not counted).
   size_t footprintBytes() const;
 
   const DramConfig& config() const { return m_config; }

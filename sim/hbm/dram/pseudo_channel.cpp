@@ -25,16 +25,28 @@ PseudoChannel::PseudoChannel(const DramConfig& config, const DramCounters& count
       m_burst_bytes(burstBytes(config)),
       m_next_refresh(config.timing.tREFI),
       m_hit_epoch(banksPerPseudoChannel(config), 0),
-      m_index(index) {}
+      m_column_blocked(2 * banksPerPseudoChannel(config), 0),
+      m_row_blocked(banksPerPseudoChannel(config), 0),
+      m_index(index) {
+  m_window.reserve(m_depth);
+}
+
+void PseudoChannel::push(const Entry& entry) {
+  if (m_window.size() < m_depth) {
+    m_window.push_back(entry);
+  } else {
+    m_backlog.push_back(entry);
+  }
+}
 
 void PseudoChannel::runUntil(uint64_t until, std::vector<DramCompletion>& done) {
   while (m_now < until) {
     const uint64_t c = m_now;
     uint64_t next = m_next_refresh > c ? m_next_refresh : kNever;
-    const size_t window = std::min<size_t>(m_queue.size(), m_depth);
+    const size_t window = m_window.size();
     size_t arrived = 0;
-    while (arrived < window && m_queue[arrived].arrival <= c) ++arrived;
-    if (arrived < window) next = std::min(next, m_queue[arrived].arrival);
+    while (arrived < window && m_window[arrived].arrival <= c) ++arrived;
+    if (arrived < window) next = std::min(next, m_window[arrived].arrival);
 
     bool issued = false;
     if (c >= m_next_refresh) {
@@ -54,19 +66,21 @@ bool PseudoChannel::issueColumn(uint64_t c, size_t arrived, uint64_t& next, std:
   ++m_epoch;
   size_t pick = arrived;
   for (size_t i = 0; i < arrived; ++i) {
-    const Entry& e = m_queue[i];
+    const Entry& e = m_window[i];
     if (m_timer.openRow(e.bank) != e.row) continue;
     m_hit_epoch[e.bank] = m_epoch;
-    if (pick != arrived) continue;
+    const size_t slot = 2 * e.bank + (e.is_write ? 1 : 0);
+    if (pick != arrived || m_column_blocked[slot] == m_epoch) continue;
     const uint64_t t = m_timer.earliest(e.is_write ? DramCommand::kWr : DramCommand::kRd, e.bank);
     if (t <= c) {
       pick = i;
     } else {
       next = std::min(next, t);
+      m_column_blocked[slot] = m_epoch;
     }
   }
   if (pick == arrived) return false;
-  const Entry e = m_queue[pick];
+  const Entry e = m_window[pick];
   const uint64_t finish =
       m_timer.issue(e.is_write ? DramCommand::kWr : DramCommand::kRd, e.bank, c, kNoRow, m_closed_page);
   record(c, e.is_write ? DramCommand::kWr : DramCommand::kRd, e.bank, kNoRow, m_closed_page);
@@ -76,13 +90,19 @@ bool PseudoChannel::issueColumn(uint64_t c, size_t arrived, uint64_t& next, std:
   m_counters.bus_busy_cycles->add(m_timer.burst());
   (e.cause == kHit ? m_counters.row_hits : e.cause == kMiss ? m_counters.row_misses : m_counters.row_conflicts)->add();
   done.push_back(DramCompletion{e.id, finish, e.is_write});
-  m_queue.erase(m_queue.begin() + static_cast<std::ptrdiff_t>(pick));
+  m_window.erase(m_window.begin() + static_cast<std::ptrdiff_t>(pick));
+  if (!m_backlog.empty()) {
+    // The backlog's oldest arrived no earlier than the window's youngest: order holds.
+    m_window.push_back(m_backlog.front());
+    m_backlog.pop_front();
+  }
   return true;
 }
 
 bool PseudoChannel::issueRow(uint64_t c, size_t arrived, uint64_t& next) {
   for (size_t i = 0; i < arrived; ++i) {
-    Entry& e = m_queue[i];
+    Entry& e = m_window[i];
+    if (m_row_blocked[e.bank] == m_epoch) continue;
     const int64_t open = m_timer.openRow(e.bank);
     DramCommand command;
     if (open == kNoRow) {
@@ -95,6 +115,7 @@ bool PseudoChannel::issueRow(uint64_t c, size_t arrived, uint64_t& next) {
     const uint64_t t = m_timer.earliest(command, e.bank);
     if (t > c) {
       next = std::min(next, t);
+      m_row_blocked[e.bank] = m_epoch;
       continue;
     }
     m_timer.issue(command, e.bank, c, e.row);

@@ -75,11 +75,11 @@ class PseudoChannel {
   // Appends every command issued from now on to log (nullptr: none, the default).
   void setCommandLog(std::vector<DramCommandRecord>* log) { m_log = log; }
 
-  void push(const Entry& entry) { m_queue.push_back(entry); }
+  void push(const Entry& entry);
   // Issue every command due at cycles before `until`, appending what they will complete to `done`.
   void runUntil(uint64_t until, std::vector<DramCompletion>& done);
 
-  size_t queued() const { return m_queue.size(); }
+  size_t queued() const { return m_window.size() + m_backlog.size(); }
   uint64_t now() const { return m_now; }
   const CommandTimer& timer() const { return m_timer; }
 
@@ -101,9 +101,17 @@ class PseudoChannel {
   uint64_t m_depth;
   uint64_t m_burst_bytes;
   uint64_t m_next_refresh;
-  std::deque<Entry> m_queue;
-  // Banks with a queued row hit, marked with the current scan's epoch: no lookup, no clearing.
+  // The first queue_depth requests in arrival order, contiguous for the scans
+  // (reserved once), then the rest.
+  std::vector<Entry> m_window;
+  std::deque<Entry> m_backlog;
+  // Per-bank marks stamped with the current scan's epoch (no lookup, no
+  // clearing): a queued row hit; the RD (slot 2 x bank) or WR (2 x bank + 1)
+  // found not ready; the row command found not ready. Requests to the same
+  // bank need the same command, so a blocked bank is checked once per scan.
   std::vector<uint64_t> m_hit_epoch;
+  std::vector<uint64_t> m_column_blocked;
+  std::vector<uint64_t> m_row_blocked;
   uint64_t m_epoch = 0;
   uint64_t m_now = 0;
   uint64_t m_index;
