@@ -8,17 +8,6 @@
 
 namespace tpusim {
 
-void validateLinkConfig(const IciLinkConfig& config) {
-  if (!(config.bandwidth_bytes_per_s > 0) || !std::isfinite(config.bandwidth_bytes_per_s)) {
-    throw Error(ErrorKind::kInvalidConfig, "ICI link bandwidth must be positive, got " +
-                                               std::to_string(config.bandwidth_bytes_per_s) + " bytes/s");
-  }
-  if (!(config.link_latency_ns >= 0) || !(config.router_latency_ns >= 0)) {
-    throw Error(ErrorKind::kInvalidConfig, "ICI link and router latencies must be >= 0 ns");
-  }
-  if (config.packet_bytes == 0) throw Error(ErrorKind::kInvalidConfig, "ICI packet size must be at least 1 byte");
-}
-
 namespace {
 
 uint64_t nsToPs(double ns) {
