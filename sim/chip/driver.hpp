@@ -1,6 +1,8 @@
-// The simulation driver: runs a validated Program on the chips of a preset in
+// The simulation driver: runs a validated Program on the pod of a preset in
 // a fresh SystemC context, so that one process can run many simulations
-// (tests, sweeps, the Python module) one after another.
+// (tests, sweeps, the Python module) one after another. A Program with
+// replicas runs data parallel on its ICI slice (sim/chip/pod.hpp); its network
+// stats are registered under "ici." when the run ends.
 #pragma once
 
 #include <cstdint>
