@@ -36,14 +36,6 @@ program::BufferRole toBufferRole(ir::TensorRole role) {
   return program::ROLE_UNSPECIFIED;
 }
 
-void addDeps(program::Instruction& ins, std::vector<uint32_t> deps) {
-  std::sort(deps.begin(), deps.end());
-  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  for (uint32_t dep : deps) {
-    if (dep != kNone) ins.add_deps(dep);
-  }
-}
-
 void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t bytes) {
   program::DmaTransfer* dma = ins.mutable_dma();
   dma->set_src(src);
@@ -53,6 +45,14 @@ void setDma(program::Instruction& ins, program::MemorySpace src, program::Memory
 }
 
 }  // namespace
+
+void addDeps(program::Instruction& ins, std::vector<uint32_t> deps) {
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  for (uint32_t dep : deps) {
+    if (dep != kNone) ins.add_deps(dep);
+  }
+}
 
 std::vector<Span> splitEvenly(Span whole, uint64_t parts) {
   std::vector<Span> spans;
@@ -115,6 +115,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_hw(hw),
       m_f32_passes(matmulPassesOf(options.matmul_precision)),
       m_tile_for_cycles(options.tiling_objective == "cycles"),
+      m_topology(options.topology),
       m_chip(chip),
       m_plan(plan),
       m_layers(assignLayers(graph)),
@@ -352,6 +353,7 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     case ir::Unit::kView: return;  // a reshape: the output shares the input's HBM buffer
     case ir::Unit::kMxu: return op.type == OpType::kMatMul ? lowerMatMul(op, fused) : lowerConv(op, fused);
     case ir::Unit::kDma: return lowerGather(op);
+    case ir::Unit::kIci: return lowerCollective(op);
     case ir::Unit::kVpu:
     case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(op);
   }
@@ -372,6 +374,11 @@ program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, 
   result.set_mode(options.mode);
   result.set_target_hw(hw.name());
   result.set_batch(options.batch);
+  if (options.topology && options.topology->numChips() > 1) {
+    result.set_replicas(static_cast<uint32_t>(options.topology->numChips()));
+    result.set_topology_kind(topologyKindName(options.topology->kind()));
+    result.set_topology_shape(options.topology->shapeString());
+  }
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);
   if (options.tiling_objective != "cycles" && options.tiling_objective != "bytes") {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ std::string numbered(const char* prefix, uint64_t number);
 // bytes * part / whole without overflow, rounded up so that no tile moves zero bytes of a non-empty operand.
 uint64_t fractionOf(uint64_t bytes, uint64_t part, uint64_t whole);
 program::DType toProgramDType(DType dtype);
+// Adds the distinct deps in increasing order (the "none" marker skipped).
+void addDeps(program::Instruction& ins, std::vector<uint32_t> deps);
 
 class Lowerer {
  public:
@@ -138,6 +141,9 @@ class Lowerer {
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
                 std::string& tiling);
 
+  // ---- lower_collective.cpp: collectives across replicas, on the ICI
+  void lowerCollective(const ir::Op& op);
+
   // ---- lower_vector.cpp
   void lowerVector(const ir::Op& op);
   void lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows, uint64_t elements, uint32_t ops_per_element);
@@ -148,6 +154,7 @@ class Lowerer {
   const config::HardwareConfig& m_hw;
   uint64_t m_f32_passes;   // bf16 passes of an f32 product (LowerOptions::matmul_precision)
   bool m_tile_for_cycles;  // LowerOptions::tiling_objective
+  std::optional<Topology> m_topology;  // LowerOptions::topology
   GemmCostModel costModel(DType input_dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;

@@ -84,6 +84,8 @@ void checkInstruction(const program::Program& program, const program::ChipProgra
       if (c.bytes() == 0) fail(where + " is a collective over zero bytes");
       if (programDTypeBytes(c.dtype()) == 0) fail(where + " is a collective of no element type");
       const uint32_t replicas = program.replicas() < 1 ? 1 : program.replicas();
+      if (c.replicas() == 0) fail(where + " is a collective over an empty group (0 replicas)");
+      if (replicas == 1) fail(where + " is a collective but the Program runs on one chip (no ICI slice)");
       if (c.replicas() != replicas) {
         fail(where + " spans " + std::to_string(c.replicas()) + " replicas but the Program runs on " +
              std::to_string(replicas));

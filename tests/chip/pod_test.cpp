@@ -133,9 +133,14 @@ TEST(PodCollectives, BadSlicesAreOneLineErrors) {
   EXPECT_EQ(simulateError(links.program(), two_links),
             "ICI slice 4x4x4 (3d_torus) needs 6 links per chip but tpuv4 has ici.links 4");
   testing::ProgramBuilder single;
-  single.allReduce(kMiB, program::TORUS, {});  // no slice: one chip has no ICI port
-  EXPECT_NE(simulateError(single.program(), testing::oneCoreAt1GHz()).find("spans 0 replicas but the Program runs on 1"),
+  single.allReduce(kMiB, program::TORUS, {});  // no slice: a group of no replicas
+  EXPECT_NE(simulateError(single.program(), testing::oneCoreAt1GHz()).find("is a collective over an empty group (0 replicas)"),
             std::string::npos);
+  testing::ProgramBuilder one_chip;
+  one_chip.slice("", "", 1);
+  one_chip.allReduce(kMiB, program::TORUS, {});  // a group of one is no collective: one chip has no ICI port
+  EXPECT_EQ(simulateError(one_chip.program(), testing::oneCoreAt1GHz()),
+            "instruction 0 (all_reduce0) is a collective but the Program runs on one chip (no ICI slice)");
 }
 
 }  // namespace

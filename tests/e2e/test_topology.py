@@ -1,0 +1,68 @@
+"""`tpusim run MODEL --topology SHAPE`: data parallel over an ICI slice, and its bad inputs."""
+import json
+import subprocess
+
+import pytest
+
+
+def run(tpusim_bin, *args):
+    return subprocess.run([tpusim_bin, *args], capture_output=True, text=True, timeout=120)
+
+
+def report_of(tpusim_bin, tmp_path, name, *args):
+    result = run(tpusim_bin, "run", *args, "--out", str(tmp_path / name))
+    assert result.returncode == 0, result.stderr
+    return json.loads((tmp_path / name / "report.json").read_text())
+
+
+def test_the_step_on_a_slice_is_slower_by_its_gradient_all_reduces(tpusim_bin, mlp_path, tmp_path):
+    alone = report_of(tpusim_bin, tmp_path, "one", mlp_path)
+    sliced = report_of(tpusim_bin, tmp_path, "slice", mlp_path, "--topology", "4x4x4")
+    assert sliced["batch"] == alone["batch"] == 32  # per replica
+    assert sliced["total_cycles"] > alone["total_cycles"]
+    assert "chip0.ici" in sliced["units"] and "chip0.ici" not in alone["units"]
+    assert sliced["units"]["chip0.ici"]["instructions"] == 6  # the mlp's three Gemms: w and b each
+
+
+def test_a_saved_program_keeps_its_slice(tpusim_bin, mlp_path, tmp_path):
+    program = tmp_path / "mlp.tpuprog"
+    assert run(tpusim_bin, "compile", mlp_path, "--topology", "4x4x4", "-o", str(program)).returncode == 0
+    compiled = report_of(tpusim_bin, tmp_path, "compiled", mlp_path, "--topology", "4x4x4")
+    saved = report_of(tpusim_bin, tmp_path, "saved", str(program))
+    assert saved["total_cycles"] == compiled["total_cycles"]
+    restated = report_of(tpusim_bin, tmp_path, "restated", str(program), "--topology", "4x4x4")
+    assert restated["total_cycles"] == compiled["total_cycles"]
+
+
+BAD_INPUTS = [
+    # (arguments after MODEL, expected exit code, text the one-line error must contain)
+    (["--topology", "4x4"], 2, "ICI topology 3d_torus needs a shape of 3 dimension(s), got 2"),
+    (["--topology", "4xx4"], 2, "ICI shape '4xx4': expected dimensions like 4x4x8"),
+    (["--topology", "abc"], 2, "ICI shape 'abc': expected dimensions like 4x4x8"),
+    (["--topology", "0x4x4"], 2, "ICI shape '0x4x4': every dimension must be at least 1"),
+    (["--topology", "4x4x4", "--set", "ici.topology=twisted_3d_torus"], 2,
+     "twisted 3D torus must be k x k x 2k with k >= 2, got 4x4x4"),
+    (["--topology", "4x4x4", "--set", "ici.link_bandwidth_gbps=0"], 2,
+     "parameter ici.link_bandwidth_gbps must be > 0 (got 0 GB/s)"),
+    (["--topology", "4x4x4", "--set", "ici.links=4"], 2,
+     "ICI slice 4x4x4 (3d_torus) needs 6 links per chip but tpuv4 has ici.links 4"),
+    (["--topology", "4x4x4", "--set", "ici.all_reduce_algorithm=tree"], 2,
+     "parameter ici.all_reduce_algorithm must be one of torus, bidirectional_ring, ring"),
+]
+
+
+@pytest.mark.parametrize("args,code,message", BAD_INPUTS)
+def test_bad_slices_give_one_line_errors(tpusim_bin, mlp_path, tmp_path, args, code, message):
+    result = run(tpusim_bin, "run", mlp_path, *args, "--out", str(tmp_path))
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_saved_program_on_another_slice_is_an_error(tpusim_bin, mlp_path, tmp_path):
+    program = tmp_path / "mlp.tpuprog"
+    assert run(tpusim_bin, "compile", mlp_path, "--topology", "4x4x4", "-o", str(program)).returncode == 0
+    result = run(tpusim_bin, "run", str(program), "--topology", "4x4x8", "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert "--topology 4x4x8 (128 chips) does not match" in result.stderr
+    assert "compiled for 64 replicas on 4x4x4; recompile the model" in result.stderr

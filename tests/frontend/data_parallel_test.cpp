@@ -1,0 +1,118 @@
+// The data_parallel pass (an all-reduce per weight gradient) and the lowering of
+// its collectives to ICI instructions and VPU adds.
+#include "frontend/passes/data_parallel.hpp"
+
+#include <gtest/gtest.h>
+
+#include "frontend/compile.hpp"
+#include "frontend/train/training_graph.hpp"
+#include "sim/common/error.hpp"
+#include "sim/interconnect/collectives.hpp"
+#include "tests/support/onnx_builder.hpp"
+
+namespace tpusim {
+namespace {
+
+using ir::OpType;
+
+ir::Graph mlpGraph(const std::string& optimizer = "sgd") {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{32});
+  TrainingOptions options;
+  options.optimizer.kind = parseOptimizer(optimizer);
+  return buildTrainingGraph(model, options);
+}
+
+int countOps(const ir::Graph& g, OpType type) {
+  int n = 0;
+  for (const ir::Op& op : g.ops()) n += op.type == type ? 1 : 0;
+  return n;
+}
+
+TEST(DataParallel, EveryWeightGradientIsAllReducedRightAfterItsProducer) {
+  const ir::Graph g = mlpGraph();
+  const ir::Graph dp = allReduceGradients(g, 64);
+  const int updates = countOps(g, OpType::kSgdUpdate);
+  ASSERT_GT(updates, 0);
+  EXPECT_EQ(countOps(g, OpType::kAllReduce), 0);
+  EXPECT_EQ(countOps(dp, OpType::kAllReduce), updates);
+  const std::vector<ir::Op>& ops = dp.ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ir::Op& op = ops[i];
+    if (op.type == OpType::kSgdUpdate) {
+      // The update reads the reduced gradient, never the local one.
+      const ir::Op* reducer = dp.producer(op.inputs[1]);
+      ASSERT_NE(reducer, nullptr);
+      EXPECT_EQ(reducer->type, OpType::kAllReduce) << op.name;
+    }
+    if (op.type != OpType::kAllReduce) continue;
+    EXPECT_EQ(op.replicas, 64);
+    EXPECT_EQ(op.reduction, ir::Reduction::kSum);
+    EXPECT_EQ(dp.tensor(op.outputs[0]).role, ir::TensorRole::kGradient);
+    ASSERT_GT(i, 0u);
+    EXPECT_EQ(dp.producer(op.inputs[0]), &ops[i - 1]) << op.name;  // so it overlaps the rest of backward
+  }
+}
+
+TEST(DataParallel, OneReplicaOrInferenceIsUnchanged) {
+  const ir::Graph g = mlpGraph();
+  EXPECT_EQ(allReduceGradients(g, 1).toString(), g.toString());
+  auto b = testing::OnnxBuilder::mlp();
+  const ir::Graph inference = buildInferenceGraph(importOnnxModel(b.model(), OnnxImportOptions{32}));
+  EXPECT_EQ(allReduceGradients(inference, 64).toString(), inference.toString());
+}
+
+TEST(DataParallel, AdamReducesEachGradientOnceForAllItsStateUpdates) {
+  const ir::Graph g = mlpGraph("adam");
+  const ir::Graph dp = allReduceGradients(g, 8);
+  // The mlp has 4 weights (two layers' w and b): one all-reduce each, whatever the state updates.
+  EXPECT_EQ(countOps(dp, OpType::kAllReduce), 4);
+}
+
+TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
+  const HardwareParams hw = HardwareParams::load("tpuv4");
+  LowerOptions options{"mlp", "training", 32};
+  options.topology = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
+  const program::Program program = compileGraph(mlpGraph(), hw, options).program;
+  EXPECT_EQ(program.replicas(), 64u);
+  EXPECT_EQ(program.topology_kind(), "3d_torus");
+  EXPECT_EQ(program.topology_shape(), "4x4x4");
+  const program::ChipProgram& chip = program.chips(0);
+  int collectives = 0;
+  for (const program::Instruction& ins : chip.instructions()) {
+    if (ins.unit() != program::ICI) continue;
+    ++collectives;
+    const program::Collective& c = ins.collective();
+    EXPECT_EQ(c.kind(), program::ALL_REDUCE);
+    EXPECT_EQ(c.algorithm(), program::TORUS);  // tpuv4's ici.all_reduce_algorithm
+    EXPECT_EQ(c.replicas(), 64u);
+    EXPECT_EQ(c.dtype(), program::F32);
+    // The adds on the VPU depend on the collective and sum to this chip's share of the
+    // torus closed form (sim/interconnect/collectives.hpp).
+    uint64_t added = 0;
+    for (const program::Instruction& add : chip.instructions()) {
+      if (add.unit() != program::VPU || add.op() != ins.op()) continue;
+      EXPECT_EQ(add.deps(0), ins.id());
+      added += add.vector().elements();
+    }
+    EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4) << ins.name();
+  }
+  EXPECT_EQ(collectives, 4);
+}
+
+TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
+  ir::Graph g;
+  const int x = g.addInput("x", {1024}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.allReduce("ar", x, ir::Reduction::kSum, 4));
+  LowerOptions options{"t", "inference", 1};
+  options.topology = Topology::parse(TopologyKind::kTorus2d, "2x4");
+  try {
+    compileGraph(g, HardwareParams::load("tpuv4"), options);
+    FAIL() << "expected an error";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), "op 'ar': an all-reduce across 4 replicas needs an ICI slice of as many chips (--topology)");
+  }
+}
+
+}  // namespace
+}  // namespace tpusim
