@@ -13,10 +13,15 @@ namespace {
 
 constexpr uint64_t kBytes = 64ull << 20;
 
+// tpuv4's links: 50 GB/s per direction, 1 us per hop.
+tpusim::IciLinkConfig tpuv4Links() {
+  return tpusim::iciLinkConfigOf(tpusim::HardwareParams::load("tpuv4"));
+}
+
 void allReduceOnTorus(benchmark::State& state, tpusim::AllReduceAlgorithm algorithm) {
   const int k = static_cast<int>(state.range(0));
   const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
-  const tpusim::IciLinkConfig links;  // 50 GB/s per direction, 100 ns link, 50 ns router
+  const tpusim::IciLinkConfig links = tpuv4Links();
   uint64_t simulated_ps = 0, transfers = 0, hops = 0;
   for (auto _ : state) {
     tpusim::Network net(torus, links);
@@ -45,7 +50,7 @@ BENCHMARK(BM_TorusAllReduce64MiB)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMil
 void BM_TwoTorusAllReduces32MiB(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
-  const tpusim::IciLinkConfig links;
+  const tpusim::IciLinkConfig links = tpuv4Links();
   uint64_t simulated_ps = 0, hops = 0, max_queue_ps = 0;
   for (auto _ : state) {
     tpusim::Network net(torus, links);

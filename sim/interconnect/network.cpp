@@ -3,21 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "sim/common/error.hpp"
 
 namespace tpusim {
-
-void validateLinkConfig(const IciLinkConfig& config) {
-  if (!(config.bandwidth_bytes_per_s > 0) || !std::isfinite(config.bandwidth_bytes_per_s)) {
-    throw Error(ErrorKind::kInvalidConfig, "ICI link bandwidth must be positive, got " +
-                                               std::to_string(config.bandwidth_bytes_per_s) + " bytes/s");
-  }
-  if (!(config.link_latency_ns >= 0) || !(config.router_latency_ns >= 0)) {
-    throw Error(ErrorKind::kInvalidConfig, "ICI link and router latencies must be >= 0 ns");
-  }
-  if (config.packet_bytes == 0) throw Error(ErrorKind::kInvalidConfig, "ICI packet size must be at least 1 byte");
-}
 
 namespace {
 
@@ -40,9 +30,15 @@ uint64_t Network::serializationPs(uint64_t bytes) const {
   return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte));
 }
 
+void Network::setExtraLatency(LinkId link, uint64_t ps) {
+  if (link < 0 || link >= m_topology.numLinkSlots() || !m_topology.linkExists(link)) {
+    throw Error(ErrorKind::kInternal, "ICI: extra latency on a link that does not exist");
+  }
+  m_links[link].extra_ps = ps;
+}
+
 TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
                                 uint64_t earliest_ps) {
-  if (m_ran) throw Error(ErrorKind::kInternal, "ICI: transfer added after the network ran");
   const int chips = m_topology.numChips();
   if (src < 0 || src >= chips || dst < 0 || dst >= chips) {
     throw Error(ErrorKind::kInvalidInput, "ICI transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
@@ -58,20 +54,104 @@ TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::spa
   return addUnit(dst, dst, 0, packets, earliest_ps);  // the join: done when the last packet is
 }
 
+TransferId Network::newSlot() {
+  if (!m_free_transfers.empty()) {
+    const TransferId id = m_free_transfers.back();
+    m_free_transfers.pop_back();
+    return id;
+  }
+  if (m_transfers.size() >= static_cast<size_t>(std::numeric_limits<TransferId>::max())) {
+    throw Error(ErrorKind::kResource, "ICI: more than 2^31 transfers in flight");
+  }
+  m_transfers.emplace_back();
+  return static_cast<TransferId>(m_transfers.size() - 1);
+}
+
+int32_t Network::newEdge(TransferId dependent, int32_t next) {
+  if (!m_free_edges.empty()) {
+    const int32_t e = m_free_edges.back();
+    m_free_edges.pop_back();
+    m_edges[e] = {dependent, next};
+    return e;
+  }
+  m_edges.push_back({dependent, next});
+  return static_cast<int32_t>(m_edges.size() - 1);
+}
+
 TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
                             uint64_t earliest_ps) {
-  const auto id = static_cast<TransferId>(m_transfers.size());
-  Transfer t{src, dst, src, bytes, earliest_ps};
+  const TransferId id = newSlot();
+  Transfer& t = m_transfers[id];
+  t = Transfer{src, dst, src, bytes, std::max(earliest_ps, m_now_ps)};
   t.ser_all_ps = serializationPs(bytes);
   t.ser_head_ps = serializationPs(std::min(bytes, m_config.packet_bytes));
   t.hops_left = minimalHops(m_topology, src, dst).hops;
+  t.group = m_open_group;
+  if (t.group >= 0) ++m_groups[t.group].outstanding;
   for (TransferId dep : deps) {
-    if (dep < 0 || dep >= id) throw Error(ErrorKind::kInternal, "ICI: a transfer depends on one not added before it");
-    m_edges.emplace_back(dep, id);
+    if (dep < 0 || static_cast<size_t>(dep) >= m_transfers.size() || dep == id ||
+        m_transfers[dep].state == State::kFree) {
+      throw Error(ErrorKind::kInternal, "ICI: a transfer depends on one that is not in the network");
+    }
+    Transfer& before = m_transfers[dep];
+    if (before.state == State::kDelivered) {
+      t.ready_ps = std::max(t.ready_ps, before.done_ps);
+      continue;
+    }
+    before.first_edge = newEdge(id, before.first_edge);
     ++t.pending_deps;
   }
-  m_transfers.push_back(t);
+  if (t.pending_deps == 0) launch(id);
   return id;
+}
+
+void Network::schedule(uint64_t time_ps, TransferId id) {
+  m_heap.push_back({time_ps, id});
+  std::push_heap(m_heap.begin(), m_heap.end(), std::greater<>());
+}
+
+void Network::launch(TransferId id) {
+  Transfer& t = m_transfers[id];
+  t.state = State::kMoving;
+  if (t.src == t.dst) {
+    t.done_ps = t.ready_ps;  // a local copy: no link time
+    deliver(id);
+    return;
+  }
+  schedule(t.ready_ps + m_router_ps, id);
+}
+
+void Network::deliver(TransferId id) {
+  // Iterative: local copies can chain without bounding the recursion depth.
+  m_delivering.push_back(id);
+  while (!m_delivering.empty()) {
+    const TransferId done = m_delivering.back();
+    m_delivering.pop_back();
+    Transfer& t = m_transfers[done];
+    t.state = State::kDelivered;
+    m_makespan_ps = std::max(m_makespan_ps, t.done_ps);
+    for (int32_t e = t.first_edge; e >= 0;) {
+      Transfer& next = m_transfers[m_edges[e].dependent];
+      next.ready_ps = std::max(next.ready_ps, t.done_ps);
+      if (--next.pending_deps == 0) {
+        next.state = State::kMoving;
+        if (next.src == next.dst) {
+          next.done_ps = next.ready_ps;
+          m_delivering.push_back(m_edges[e].dependent);
+        } else {
+          schedule(next.ready_ps + m_router_ps, m_edges[e].dependent);
+        }
+      }
+      m_free_edges.push_back(e);
+      e = m_edges[e].next;
+    }
+    t.first_edge = -1;
+    if (t.group >= 0) finishInGroup(t.group, t.done_ps);
+    if (m_recycle) {
+      t.state = State::kFree;
+      m_free_transfers.push_back(done);
+    }
+  }
 }
 
 int Network::chooseDimension(const Transfer& t) const {
@@ -89,46 +169,13 @@ int Network::chooseDimension(const Transfer& t) const {
   return best;
 }
 
-void Network::launch(TransferId id, std::vector<Event>& heap) {
-  Transfer& t = m_transfers[id];
-  if (t.src == t.dst) {
-    t.done_ps = t.ready_ps;  // a local copy: no link time
-    complete(id, heap);
-    return;
-  }
-  heap.push_back({t.ready_ps + m_router_ps, id});
-  std::push_heap(heap.begin(), heap.end(), std::greater<>());
-}
-
-void Network::complete(TransferId id, std::vector<Event>& heap) {
-  // Iterative: local copies can chain without bounding the recursion depth.
-  std::vector<TransferId> stack{id};
-  while (!stack.empty()) {
-    const TransferId done = stack.back();
-    stack.pop_back();
-    const uint64_t done_ps = m_transfers[done].done_ps;
-    m_makespan_ps = std::max(m_makespan_ps, done_ps);
-    for (uint32_t e = m_dependents_begin[done]; e < m_dependents_begin[done + 1]; ++e) {
-      Transfer& next = m_transfers[m_dependents[e]];
-      next.ready_ps = std::max(next.ready_ps, done_ps);
-      if (--next.pending_deps > 0) continue;
-      if (next.src == next.dst) {
-        next.done_ps = next.ready_ps;
-        stack.push_back(m_dependents[e]);
-      } else {
-        heap.push_back({next.ready_ps + m_router_ps, m_dependents[e]});
-        std::push_heap(heap.begin(), heap.end(), std::greater<>());
-      }
-    }
-  }
-}
-
-void Network::hop(const Event& event, std::vector<Event>& heap) {
+void Network::hop(const Event& event) {
   Transfer& t = m_transfers[event.id];
   const int d = chooseDimension(t);
   const int dir = t.hops_left[d] > 0 ? 1 : -1;
   Link& link = m_links[Topology::linkId(t.at, d, dir)];
   const uint64_t start = std::max(event.time_ps, link.free_ps);
+  const uint64_t wire = m_wire_ps + link.extra_ps;
   link.free_ps = start + t.ser_all_ps;
   link.stats.bytes += t.bytes;
   link.stats.messages += 1;
@@ -139,42 +186,67 @@ void Network::hop(const Event& event, std::vector<Event>& heap) {
   t.at = m_topology.neighbor(t.at, d, dir);
   if (t.hops_left[0] == 0 && t.hops_left[1] == 0 && t.hops_left[2] == 0) {
     if (t.at != t.dst) throw Error(ErrorKind::kInternal, "ICI: a transfer arrived at the wrong chip");
-    t.done_ps = start + t.ser_all_ps + m_wire_ps;
-    complete(event.id, heap);
+    t.done_ps = start + t.ser_all_ps + wire;
+    deliver(event.id);
     return;
   }
-  heap.push_back({start + t.ser_head_ps + m_wire_ps + m_router_ps, event.id});
-  std::push_heap(heap.begin(), heap.end(), std::greater<>());
+  schedule(start + t.ser_head_ps + wire + m_router_ps, event.id);
+}
+
+void Network::advanceTo(uint64_t time_ps) {
+  if (time_ps < m_now_ps) throw Error(ErrorKind::kInternal, "ICI: the network cannot go back in time");
+  while (!m_heap.empty() && m_heap.front().time_ps <= time_ps) {
+    std::pop_heap(m_heap.begin(), m_heap.end(), std::greater<>());
+    const Event event = m_heap.back();
+    m_heap.pop_back();
+    m_now_ps = std::max(m_now_ps, event.time_ps);
+    hop(event);
+  }
+  m_now_ps = time_ps != kNever ? time_ps : std::max(m_now_ps, m_makespan_ps);
 }
 
 void Network::run() {
-  if (m_ran) throw Error(ErrorKind::kInternal, "ICI: the network ran twice");
-  m_ran = true;
-  // Dependents as CSR, in the order the edges were added (deterministic).
-  const size_t n = m_transfers.size();
-  m_dependents_begin.assign(n + 1, 0);
-  for (const auto& [dep, id] : m_edges) ++m_dependents_begin[dep + 1];
-  for (size_t i = 0; i < n; ++i) m_dependents_begin[i + 1] += m_dependents_begin[i];
-  m_dependents.resize(m_edges.size());
-  std::vector<uint32_t> fill(m_dependents_begin.begin(), m_dependents_begin.end() - 1);
-  for (const auto& [dep, id] : m_edges) m_dependents[fill[dep]++] = id;
-  m_edges.clear();
-  m_edges.shrink_to_fit();
-
-  std::vector<Event> heap;
-  heap.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (m_transfers[i].pending_deps == 0) launch(static_cast<TransferId>(i), heap);
-  }
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-    const Event event = heap.back();
-    heap.pop_back();
-    hop(event, heap);
-  }
+  advanceTo(kNever);
   for (const Transfer& t : m_transfers) {
-    if (t.pending_deps > 0) throw Error(ErrorKind::kInternal, "ICI: a transfer never became ready");
+    if (t.state == State::kWaiting) throw Error(ErrorKind::kInternal, "ICI: a transfer never became ready");
   }
+}
+
+GroupId Network::openGroup() {
+  if (m_open_group >= 0) throw Error(ErrorKind::kInternal, "ICI: a transfer group is already open");
+  m_groups.emplace_back();
+  m_open_group = static_cast<GroupId>(m_groups.size() - 1);
+  return m_open_group;
+}
+
+void Network::closeGroup() {
+  if (m_open_group < 0) throw Error(ErrorKind::kInternal, "ICI: no transfer group is open");
+  Group& group = m_groups[m_open_group];
+  group.open = false;
+  if (group.outstanding == 0) {
+    group.done_ps = std::max(group.done_ps, m_now_ps);
+    m_finished_groups.push_back(m_open_group);
+  }
+  m_open_group = -1;
+}
+
+void Network::finishInGroup(GroupId id, uint64_t done_ps) {
+  Group& group = m_groups[id];
+  group.done_ps = std::max(group.done_ps, done_ps);
+  if (--group.outstanding == 0 && !group.open) m_finished_groups.push_back(id);
+}
+
+std::vector<GroupId> Network::takeFinishedGroups() {
+  std::vector<GroupId> finished;
+  finished.swap(m_finished_groups);
+  return finished;
+}
+
+size_t Network::memoryBytes() const {
+  return m_transfers.capacity() * sizeof(Transfer) + m_free_transfers.capacity() * sizeof(TransferId) +
+         m_edges.capacity() * sizeof(Edge) + m_free_edges.capacity() * sizeof(int32_t) +
+         m_links.capacity() * sizeof(Link) + m_heap.capacity() * sizeof(Event) +
+         m_groups.capacity() * sizeof(Group);
 }
 
 void Network::registerStats(StatsRegistry& registry, const std::string& prefix) const {

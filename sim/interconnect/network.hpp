@@ -6,7 +6,8 @@
 //   eligible = head arrival at the hop's chip (the ready time at the source) + router latency
 //   start    = max(eligible, the time the directed link is free)      -- FCFS per link
 //   the link is busy for ser(B) = B / bandwidth; the head packet reaches the
-//   next chip at start + ser(packet) + link latency.
+//   next chip at start + ser(packet) + link latency (+ the link's extra latency,
+//   an optical circuit switch on the way: setExtraLatency).
 // The last byte reaches the destination at start_last_hop + ser(B) + link latency.
 // So packets are store-and-forward (a packet is received whole before it
 // moves on) and pipelined across hops; uncontended, h hops take
@@ -22,10 +23,18 @@
 // different messages interleave; a zero-time join at the destination marks the
 // message done. Uncontended it gives the same times as kMessage (tested); it
 // costs one event per packet per hop, so it is for small cases.
+//
+// Two ways to drive it. Batch: add transfers, then run() once. Incremental
+// (the pod, sim/chip/pod.hpp): advanceTo(t) processes every event up to t,
+// addTransfer then starts transfers no earlier than now(), nextEventTime()
+// says when to advance next, and a group (openGroup ... closeGroup) reports
+// when its last transfer delivered. With recycling on, a delivered transfer's
+// slot is reused, so memory follows the transfers in flight, not all of them.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,6 +46,7 @@
 namespace tpusim {
 
 using TransferId = int32_t;
+using GroupId = int32_t;
 
 enum class Granularity {
   kMessage,  // a message holds a link for all its bytes (the fast default)
@@ -52,25 +62,51 @@ struct LinkStats {
 
 class Network {
  public:
+  static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
+
   Network(const Topology& topology, const IciLinkConfig& config, RoutingMode routing = RoutingMode::kDimensionOrder,
           Granularity granularity = Granularity::kMessage);
 
-  // Adds a transfer that may start once every dep has delivered and not
-  // before earliest_ps. A chip id out of range is a one-line error; src == dst
-  // is a local copy that takes no link time.
+  // Adds a transfer that may start once every dep has delivered, not before
+  // earliest_ps and not before now(). A chip id out of range is a one-line
+  // error; src == dst is a local copy that takes no link time. With recycling,
+  // deps must not have delivered yet (add a collective's transfers together).
   TransferId addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps = {},
                          uint64_t earliest_ps = 0);
 
-  // Simulates every transfer added so far. Call once.
+  // Batch use: simulates every transfer added so far (to the end).
   void run();
 
-  // After run(): when the last byte of the transfer was at its destination.
+  // Incremental use. advanceTo processes every event at or before time_ps
+  // (never backwards) and sets now() (kNever: to the end, now() = makespan);
+  // nextEventTime is kNever when idle.
+  void advanceTo(uint64_t time_ps);
+  uint64_t now() const { return m_now_ps; }
+  uint64_t nextEventTime() const { return m_heap.empty() ? kNever : m_heap.front().time_ps; }
+  // Transfers added between openGroup and closeGroup form a group; a group
+  // with no transfer (or only delivered ones) finishes at closeGroup.
+  GroupId openGroup();
+  void closeGroup();
+  // Groups whose finish time became known since the last call, in that order.
+  // A transfer's delivery time is known when it takes its last link, so a
+  // group is reported then; its groupDoneTime is >= now().
+  std::vector<GroupId> takeFinishedGroups();
+  // When the group's last byte arrived (now() at closeGroup if it had no transfer).
+  uint64_t groupDoneTime(GroupId group) const { return m_groups[group].done_ps; }
+  // Reuse delivered transfers' slots (doneTime is then unavailable).
+  void setRecycling(bool on) { m_recycle = on; }
+  // Extra latency on a directed link (an OCS on its path), added to its wire time.
+  void setExtraLatency(LinkId link, uint64_t ps);
+
+  // After delivery (without recycling): when the last byte was at its destination.
   uint64_t doneTime(TransferId id) const { return m_transfers[id].done_ps; }
   uint64_t makespan() const { return m_makespan_ps; }
   const LinkStats& linkStats(LinkId link) const { return m_links[link].stats; }
-  // Transfers the model holds: one per message, or per packet plus a join.
+  // Transfer slots the model holds: one per message, or per packet plus a join.
   size_t numTransfers() const { return m_transfers.size(); }
   uint64_t numHops() const { return m_hops; }
+  // Bytes the model holds for transfers, edges, events and links (its footprint).
+  size_t memoryBytes() const;
 
   // Per-link counters (bytes, busy_ps, max_queue_ps) for every link that
   // carried traffic, named "<prefix>.chip5.x+.bytes", plus totals.
@@ -82,6 +118,7 @@ class Network {
   uint64_t serializationPs(uint64_t bytes) const;
 
  private:
+  enum class State : uint8_t { kWaiting, kMoving, kDelivered, kFree };
   struct Transfer {
     ChipId src, dst, at;
     uint64_t bytes;
@@ -90,10 +127,18 @@ class Network {
     uint64_t ser_all_ps = 0;
     uint64_t ser_head_ps = 0;
     int32_t pending_deps = 0;
+    int32_t first_edge = -1;  // head of the list of transfers that depend on this one
+    GroupId group = -1;
+    State state = State::kWaiting;
     std::array<int32_t, kDims> hops_left{};
+  };
+  struct Edge {
+    TransferId dependent;
+    int32_t next;
   };
   struct Link {
     uint64_t free_ps = 0;
+    uint64_t extra_ps = 0;
     LinkStats stats;
   };
   struct Event {
@@ -101,12 +146,21 @@ class Network {
     TransferId id;
     bool operator>(const Event& o) const { return time_ps != o.time_ps ? time_ps > o.time_ps : id > o.id; }
   };
+  struct Group {
+    int32_t outstanding = 0;
+    uint64_t done_ps = 0;
+    bool open = true;
+  };
 
-  void launch(TransferId id, std::vector<Event>& heap);
-  void complete(TransferId id, std::vector<Event>& heap);
-  void hop(const Event& event, std::vector<Event>& heap);
+  void schedule(uint64_t time_ps, TransferId id);
+  void launch(TransferId id);
+  void deliver(TransferId id);
+  void hop(const Event& event);
   int chooseDimension(const Transfer& t) const;
   TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps);
+  TransferId newSlot();
+  int32_t newEdge(TransferId dependent, int32_t next);
+  void finishInGroup(GroupId group, uint64_t done_ps);
 
   Topology m_topology;
   IciLinkConfig m_config;
@@ -116,13 +170,19 @@ class Network {
   uint64_t m_router_ps;
   uint64_t m_wire_ps;
   std::vector<Transfer> m_transfers;
-  std::vector<std::pair<TransferId, TransferId>> m_edges;  // (dep, dependent)
-  std::vector<uint32_t> m_dependents_begin;                // CSR over m_dependents, built in run()
-  std::vector<TransferId> m_dependents;
+  std::vector<TransferId> m_free_transfers;
+  std::vector<Edge> m_edges;
+  std::vector<int32_t> m_free_edges;
   std::vector<Link> m_links;
+  std::vector<Event> m_heap;
+  std::vector<TransferId> m_delivering;  // scratch of deliver()
+  std::vector<Group> m_groups;
+  std::vector<GroupId> m_finished_groups;
+  GroupId m_open_group = -1;
+  uint64_t m_now_ps = 0;
   uint64_t m_makespan_ps = 0;
   uint64_t m_hops = 0;
-  bool m_ran = false;
+  bool m_recycle = false;
 };
 
 }  // namespace tpusim

@@ -166,6 +166,20 @@ TEST(IciNetwork, StatsAreRegisteredPerLinkWithTotals) {
   EXPECT_DOUBLE_EQ(stats.value("ici.link_utilization"), 20'000.0 / (8 * 1'220'000.0));
 }
 
+TEST(IciLinkConfig, BuiltFromTheHardwareParameters) {
+  HardwareParams v4 = HardwareParams::load("tpuv4");
+  const IciLinkConfig link = iciLinkConfigOf(v4);
+  EXPECT_DOUBLE_EQ(link.bandwidth_bytes_per_s, 50e9);  // 50 GB/s per direction (Jouppi et al. 2023)
+  EXPECT_DOUBLE_EQ(link.link_latency_ns, 1000);
+  EXPECT_DOUBLE_EQ(link.router_latency_ns, 0);
+  EXPECT_EQ(link.packet_bytes, 4096u);
+  EXPECT_DOUBLE_EQ(iciLinkConfigOf(HardwareParams::load("tpuv5p")).bandwidth_bytes_per_s, 100e9);
+  v4.apply({{"ici.router_latency_ns", "40"}, {"ici.packet_bytes", "512"}});
+  EXPECT_DOUBLE_EQ(iciLinkConfigOf(v4).router_latency_ns, 40);
+  EXPECT_EQ(iciLinkConfigOf(v4).packet_bytes, 512u);
+  EXPECT_NE(errorOf([&] { v4.set("ici.link_bandwidth_gbps", "0"); }).find("must be > 0"), std::string::npos);
+}
+
 TEST(IciNetwork, BadLinkParametersAreOneLineErrors) {
   const Topology ring = Topology::parse(TopologyKind::kRing, "4");
   IciLinkConfig zero = testLinks();
