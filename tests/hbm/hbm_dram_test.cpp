@@ -142,6 +142,24 @@ TEST(HbmDram, ConcurrentTransfersShareTheDram) {
   EXPECT_GT(together.stats->value("chip0.hbm.bandwidth_utilization"), 0.5);
 }
 
+TEST(HbmDram, AStreamThroughTheChipReachesTheRefreshBound) {
+  // 16 MiB read in one transfer. At 1171.875 MHz tRFC = ceil(260 ns) = 305 and tREFI =
+  // ceil(3.9 us) = 4571 DRAM cycles. Over T cycles each of the 64 pseudo-channels refreshes
+  // floor(T / tREFI) times, leaving 1 - floor(T / 4571) x 305 / T of the peak (93.33% as T grows).
+  testing::ProgramBuilder b;
+  b.dmaAt(0, 1, 16 * 1024 * kKiB, 0, true, {});
+  const SimResult result = simulate(b.program(), dramHardware("dram"));
+  const auto cycles = static_cast<uint64_t>(result.stats->value("chip0.hbm.dram.cycles"));
+  EXPECT_EQ(result.stats->value("chip0.hbm.dram.refreshes"), 64.0 * static_cast<double>(cycles / 4571));
+  const double bound = 1.0 - static_cast<double>(cycles / 4571) * 305.0 / static_cast<double>(cycles);
+  const double efficiency = result.stats->value("chip0.hbm.dram.bandwidth_utilization");
+  EXPECT_LT(efficiency, bound);
+  EXPECT_GT(efficiency, 0.98 * bound);  // 98.9%: the first row activations and the last bursts
+  // Through the chip (core cycles, from issue to the last burst) no more than that.
+  EXPECT_LT(result.stats->value("chip0.hbm.bandwidth_utilization"), bound);
+  EXPECT_GT(result.stats->value("chip0.hbm.dram.row_hit_rate"), 0.96);  // 31 of each row's 32 bursts hit
+}
+
 TEST(HbmDram, APeakThatDisagreesWithTheBandwidthIsAnError) {
   HardwareParams hw = dramHardware("dram");
   hw.set("hbm.stacks", "3");
