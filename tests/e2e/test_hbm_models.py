@@ -64,3 +64,11 @@ def test_bad_hbm_settings_are_one_line_errors(tpusim_bin, mlp_path, tmp_path, se
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_dram_reports_are_bit_identical_across_runs(tpusim_bin, mlp_path, tmp_path):
+    for name in ("a", "b"):
+        result = run(tpusim_bin, "run", mlp_path, "--hw", "tpuv5e", "--set", "hbm.model=dram",
+                     "--out", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+    assert (tmp_path / "a" / "report.json").read_bytes() == (tmp_path / "b" / "report.json").read_bytes()
