@@ -427,7 +427,7 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   if (report.contains("hbm")) {
     const auto& hbm = report["hbm"];
     const std::string model = hbm["model"].get<std::string>();
-    std::snprintf(line, sizeof(line), "HBM traffic  %.1f GB/s of %.0f GB/s (%.1f%% of peak), %s model", 
+    std::snprintf(line, sizeof(line), "HBM traffic  %.1f GB/s of %.0f GB/s (%.1f%% of peak), %s model",
                   hbm["achieved_gbps"].get<double>(), hbm["peak_gbps"].get<double>(),
                   100.0 * hbm["bandwidth_utilization"].get<double>(), model.c_str());
     out << line;

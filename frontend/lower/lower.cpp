@@ -67,7 +67,8 @@ HbmLayout contiguousAt(uint64_t begin, uint64_t bytes, uint64_t total) {
 }
 
 HbmLayout shareOf(uint64_t total, uint64_t bytes, Span part, uint64_t whole) {
-  const uint64_t begin = whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(total) * part.begin / whole);
+  const uint64_t begin =
+      whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(total) * part.begin / whole);
   return contiguousAt(begin, bytes, total);
 }
 

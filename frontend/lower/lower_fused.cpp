@@ -39,8 +39,7 @@ Lowerer::FusedFootprint Lowerer::fusedFootprint(const std::vector<const ir::Op*>
 std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& part, uint64_t part_size,
                                              uint64_t whole_size, const std::function<ByteRange(int)>& range,
                                              const std::function<HbmLayout(int)>& layout, int leader_out,
-                                             uint32_t leader_buffer,
-                                             const std::vector<uint32_t>& leader_deps) {
+                                             uint32_t leader_buffer, const std::vector<uint32_t>& leader_deps) {
   const size_t tile = fused.done.size();
   const int slot = static_cast<int>(tile % 2);
   const std::vector<uint32_t> slot_free = tile >= 2 ? fused.done[tile - 2] : std::vector<uint32_t>{};

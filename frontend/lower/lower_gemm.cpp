@@ -156,7 +156,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       const Span stored_rows = operand.transposed ? cols : rows, stored_cols = operand.transposed ? rows : cols;
       const Span matrix = operand.batched ? items : Span{0, 1};
       const uint64_t matrix_bytes = whole_rows * whole_cols * element;
-      const uint64_t first = matrix.begin * matrix_bytes + (stored_rows.begin * whole_cols + stored_cols.begin) * element;
+      const uint64_t first =
+          matrix.begin * matrix_bytes + (stored_rows.begin * whole_cols + stored_cols.begin) * element;
       if (stored_cols.size() == whole_cols && (stored_rows.size() == whole_rows || matrix.size() == 1)) {
         return HbmLayout::contiguous(first, matrix.size() * stored_rows.size() * whole_cols * element);
       }

@@ -297,8 +297,8 @@ void Lowerer::lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows,
     }
     if (partials) {
       const ByteRange range{core * out.bytes(), (core + 1) * out.bytes()};
-      partial_stores.push_back(store(op, core, "partial", scratch, range, HbmLayout::contiguous(range.begin, out.bytes()),
-                                     accumulator, {computes.back()}));
+      partial_stores.push_back(store(op, core, "partial", scratch, range,
+                                     HbmLayout::contiguous(range.begin, out.bytes()), accumulator, {computes.back()}));
     } else {
       const ByteRange range = whole(op.outputs[0]);
       stores.push_back({range, storeOutput(op, core, "", range, out.bytes(), accumulator, {computes.back()})});
@@ -421,9 +421,8 @@ void Lowerer::lowerGatherGrad(const ir::Op& op) {
       const uint32_t index_buffer = addVmem(op, core, "indices." + part, indices.dtype, index_bytes);
       const uint32_t dy_buffer = addVmem(op, core, "dy." + part, dy.dtype, dy_bytes);
       const uint32_t rows_buffer = addVmem(op, core, "rows." + part, out.dtype, dy_bytes);
-      const uint32_t got_indices =
-          loadTensor(op, core, "indices." + part, op.inputs[1], whole(op.inputs[1]),
-                     shareOf(indices.bytes(), index_bytes, span, rows), index_buffer, {});
+      const uint32_t got_indices = loadTensor(op, core, "indices." + part, op.inputs[1], whole(op.inputs[1]),
+                                              shareOf(indices.bytes(), index_bytes, span, rows), index_buffer, {});
       const uint32_t got_dy = loadTensor(op, core, "dy." + part, op.inputs[0], rowRange(dy.bytes(), rows, 1, span),
                                          dy_bytes, dy_buffer, {});
       std::vector<uint32_t> before = zeroed;

@@ -122,8 +122,8 @@ class Lowerer {
   // A store of `bytes` to where `range` begins.
   uint32_t storeOutput(const ir::Op& op, uint32_t core, const std::string& part, ByteRange range, uint64_t bytes,
                        uint32_t vmem, const std::vector<uint32_t>& deps) {
-    return storeOutput(op, core, part, range,
-                       contiguousAt(range.begin, bytes, m_graph.tensor(op.outputs[0]).bytes()), vmem, deps);
+    return storeOutput(op, core, part, range, contiguousAt(range.begin, bytes, m_graph.tensor(op.outputs[0]).bytes()),
+                       vmem, deps);
   }
   uint32_t vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
                              uint64_t elements, uint32_t ops_per_element, DType dtype,

@@ -49,8 +49,8 @@ void checkDescriptor(const program::ChipProgram& chip, const program::Instructio
     if (buffer.space() != program::HBM) continue;
     if (dma.hbm_address() < buffer.offset() || end > static_cast<Wide>(buffer.offset()) + buffer.bytes()) {
       fail(where + " covers HBM bytes [" + std::to_string(dma.hbm_address()) + ", " + text(end) + ") but its buffer " +
-           buffer.name() + " is [" + std::to_string(buffer.offset()) + ", " + text(static_cast<Wide>(buffer.offset()) + buffer.bytes()) +
-           ")");
+           buffer.name() + " is [" + std::to_string(buffer.offset()) + ", " +
+           text(static_cast<Wide>(buffer.offset()) + buffer.bytes()) + ")");
     }
     return;
   }

@@ -12,9 +12,7 @@ namespace tpusim {
 class DmaEngine::Slot : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(Slot);
-  Slot(sc_core::sc_module_name name, DmaEngine& engine) : sc_core::sc_module(name), m_engine(engine) {
-    SC_THREAD(run);
-  }
+  Slot(sc_core::sc_module_name name, DmaEngine& engine) : sc_core::sc_module(name), m_engine(engine) { SC_THREAD(run); }
 
   bool free() const { return m_instruction == nullptr; }
   void start(const program::Instruction& instruction, const TimelineEvent& event, uint64_t sequence) {

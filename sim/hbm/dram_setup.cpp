@@ -21,8 +21,8 @@ DramConfig hbmDramConfig(const config::HbmConfig& hbm) {
     std::snprintf(line, sizeof(line),
                   "hbm.bandwidth_gbps = %g but %lld stack(s) of %s at %g Gb/s per pin peak at %g GB/s; set "
                   "hbm.stacks or hbm.pin_gbps so that they agree within 0.1%%",
-                  hbm.bandwidth_gbps(), static_cast<long long>(hbm.stacks()), hbm.dram_preset().c_str(),
-                  hbm.pin_gbps(), peak);
+                  hbm.bandwidth_gbps(), static_cast<long long>(hbm.stacks()), hbm.dram_preset().c_str(), hbm.pin_gbps(),
+                  peak);
     throw Error(ErrorKind::kInvalidConfig, line);
   }
   checkDramConfig(config);

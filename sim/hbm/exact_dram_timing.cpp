@@ -5,7 +5,8 @@
 namespace tpusim {
 
 ExactDramTiming::ExactDramTiming(sc_core::sc_module_name name, const DramConfig& config, const ClockDomain& clock,
-                                 uint64_t latency_cycles, StatsRegistry& stats, const std::string& stat_prefix, Counter& busy)
+                                 uint64_t latency_cycles, StatsRegistry& stats, const std::string& stat_prefix,
+                                 Counter& busy)
     : sc_core::sc_module(name),
       m_model(config, stats, stat_prefix),
       m_clock(clock),

@@ -28,8 +28,8 @@ namespace tpusim {
 class ExactDramTiming : public sc_core::sc_module, public HbmTiming {
  public:
   SC_HAS_PROCESS(ExactDramTiming);
-  ExactDramTiming(sc_core::sc_module_name name, const DramConfig& config, const ClockDomain& clock, uint64_t latency_cycles,
-             StatsRegistry& stats, const std::string& stat_prefix, Counter& busy);
+  ExactDramTiming(sc_core::sc_module_name name, const DramConfig& config, const ClockDomain& clock,
+                  uint64_t latency_cycles, StatsRegistry& stats, const std::string& stat_prefix, Counter& busy);
 
   void transport(const HbmAccess& access, sc_core::sc_time& delay) override;
   double peakBytesPerCycle() const override;

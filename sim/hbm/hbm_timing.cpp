@@ -19,11 +19,10 @@ std::unique_ptr<HbmTiming> makeHbmTiming(const config::HardwareConfig& hw, const
   }
   if (model == "dram") {
     return std::make_unique<ExactDramTiming>("dram", hbmDramConfig(hbm), clock, latency, stats, stat_prefix + ".dram",
-                                        busy);
+                                             busy);
   }
   if (model == "dram_memoized") {
-    return std::make_unique<MemoizedDramTiming>(hbmDramConfig(hbm), clock, latency, stats, stat_prefix + ".dram",
-                                                busy);
+    return std::make_unique<MemoizedDramTiming>(hbmDramConfig(hbm), clock, latency, stats, stat_prefix + ".dram", busy);
   }
   throw Error(ErrorKind::kInvalidConfig, "unknown hbm.model '" + model + "' (choose bandwidth, dram or dram_memoized)");
 }

@@ -30,8 +30,8 @@ namespace tpusim {
 
 class MemoizedDramTiming : public HbmTiming {
  public:
-  MemoizedDramTiming(const DramConfig& config, const ClockDomain& clock, uint64_t latency_cycles,
-                     StatsRegistry& stats, const std::string& stat_prefix, Counter& busy);
+  MemoizedDramTiming(const DramConfig& config, const ClockDomain& clock, uint64_t latency_cycles, StatsRegistry& stats,
+                     const std::string& stat_prefix, Counter& busy);
 
   void transport(const HbmAccess& access, sc_core::sc_time& delay) override;
   double peakBytesPerCycle() const override;

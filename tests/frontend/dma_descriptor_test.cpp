@@ -29,8 +29,8 @@ void expectInsideBuffers(const program::ChipProgram& chip) {
     if (!ins.has_dma()) continue;
     const program::DmaTransfer& d = ins.dma();
     const program::Buffer& buffer = hbmSide(chip, ins);
-    const uint64_t end = d.rows() > 1 ? d.hbm_address() + (d.rows() - 1) * d.row_stride() + d.row_bytes()
-                                      : d.hbm_address() + d.bytes();
+    const uint64_t end =
+        d.rows() > 1 ? d.hbm_address() + (d.rows() - 1) * d.row_stride() + d.row_bytes() : d.hbm_address() + d.bytes();
     EXPECT_GE(d.hbm_address(), buffer.offset()) << ins.name();
     EXPECT_LE(end, buffer.offset() + buffer.bytes()) << ins.name();
   }

@@ -82,9 +82,9 @@ TEST(Dma, DependencyWaitCountsOnlyCyclesWithNothingInFlight) {
   HardwareParams hw = testHardware();
   hw.set("dma.max_outstanding", "2");
   testing::ProgramBuilder b;
-  b.dma(100'000, true, {});                  // 0 .. 200
+  b.dma(100'000, true, {});                    // 0 .. 200
   const uint32_t vec = b.vector(1024, 1, {});  // 2 latency + ceil(1024 / 1024) = 3 cycles: 0 .. 3
-  b.dma(100'000, true, {vec});               // issues at 3: bus 100 .. 200, done 300
+  b.dma(100'000, true, {vec});                 // issues at 3: bus 100 .. 200, done 300
   const SimResult result = simulate(b.program(), hw);
   EXPECT_EQ(result.total_cycles, 300u);
   // The second load waited 0 .. 3 for the vector op while the first was in flight: busy, not waiting.

@@ -46,7 +46,7 @@ HbmAccess contiguous(uint64_t address, uint64_t bytes, bool write = false) {
 TEST(HbmDram, TheClockRatioConvertsExactly) {
   const ClockRatio ratio(1050e6, 1171.875e6);  // 112 : 125 once reduced
   EXPECT_EQ(ratio.dramAtOrAfter(112), 125u);
-  EXPECT_EQ(ratio.dramAtOrAfter(1), 2u);   // 125 / 112 = 1.12 -> 2
+  EXPECT_EQ(ratio.dramAtOrAfter(1), 2u);  // 125 / 112 = 1.12 -> 2
   EXPECT_EQ(ratio.dramAtOrBefore(1), 1u);
   EXPECT_EQ(ratio.coreAtOrAfter(125), 112u);
   EXPECT_EQ(ratio.coreAtOrAfter(126), 113u);  // 126 x 112 / 125 = 112.9 -> 113
@@ -129,12 +129,13 @@ TEST(HbmDram, ConcurrentTransfersShareTheDram) {
   both.dmaAt(8 * 1024 * kKiB, 1, 1024 * kKiB, 0, false, {}, UINT32_MAX, 0, 1);
   const SimResult together = simulate(both.program(), hw);
   const uint64_t alone = simulate(
-      [] {
-        testing::ProgramBuilder one;
-        one.dmaAt(0, 1, 1024 * kKiB, 0, true, {});
-        return one.program();
-      }(),
-      hw).total_cycles;
+                             [] {
+                               testing::ProgramBuilder one;
+                               one.dmaAt(0, 1, 1024 * kKiB, 0, true, {});
+                               return one.program();
+                             }(),
+                             hw)
+                             .total_cycles;
   EXPECT_LT(together.total_cycles, 2 * alone);
   // 1200 GB/s at 1050 MHz: 1142.86 B per cycle; 2 MiB / 1142.86 = 1835 cycles.
   EXPECT_GE(together.total_cycles, 1835u);

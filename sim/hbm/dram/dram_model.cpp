@@ -125,8 +125,7 @@ std::span<const DramCompletion> DramModel::advanceTo(uint64_t cycle) {
 }
 
 uint64_t DramModel::nextCompletionBound() const {
-  const uint64_t shortest =
-      m_now + std::min(m_config.timing.tCL, m_config.timing.tCWL) + burstCycles(m_config);
+  const uint64_t shortest = m_now + std::min(m_config.timing.tCL, m_config.timing.tCWL) + burstCycles(m_config);
   return m_in_flight.empty() ? shortest : std::min(shortest, m_in_flight.front().done_cycle);
 }
 
