@@ -66,13 +66,33 @@ reference::MxuNumericsOptions mxuNumericsOf(const HardwareParams& hw, const RunR
   return {array.dataflow, array.rows, precisionOf(request.matmul_precision)};
 }
 
-std::string functionalFileName(const std::string& tensor) {
+std::string valueFileName(const std::string& folder, const std::string& tensor) {
   std::string name = tensor;
   for (char& ch : name) {
     const bool keep = std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_';
     if (!keep) ch = '_';
   }
-  return "functional/" + name + ".npy";
+  return folder + "/" + name + ".npy";
+}
+
+std::string functionalFileName(const std::string& tensor) { return valueFileName("functional", tensor); }
+
+NamedValues generatedInputs(const ModelGraph& built, uint64_t seed) {
+  NamedValues inputs;
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    const bool fed = tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kLabel;
+    if (!fed || built.graph.producer(tensor.id) != nullptr || built.model.initializers.count(tensor.name)) continue;
+    inputs.emplace_back(tensor.name, generated(built.graph, tensor, seed));
+  }
+  return inputs;
+}
+
+std::vector<int> stepOutputIds(const ir::Graph& graph) {
+  std::vector<int> ids = graph.outputs();
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate || op.type == ir::OpType::kOptimizerUpdate) ids.push_back(op.outputs[0]);
+  }
+  return ids;
 }
 
 FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw) {
@@ -82,22 +102,11 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
                                              " stores shapes only (export it with weights)");
   }
   FunctionalRun run;
-  std::map<std::string, ir::TensorValue> feeds;
-  for (const ir::Tensor& tensor : built.graph.tensors()) {
-    const bool fed = tensor.role == ir::TensorRole::kInput || tensor.role == ir::TensorRole::kLabel;
-    if (!fed || built.graph.producer(tensor.id) != nullptr || built.model.initializers.count(tensor.name)) continue;
-    ir::TensorValue value = generated(built.graph, tensor, request.seed);
-    feeds.emplace(tensor.name, value);
-    run.inputs.emplace_back(tensor.name, std::move(value));
-  }
+  run.inputs = generatedInputs(built, request.seed);
+  const std::map<std::string, ir::TensorValue> feeds(run.inputs.begin(), run.inputs.end());
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
   std::map<std::string, ir::TensorValue> values = runReference(request, feeds, 1, mxu);
-  // The graph's outputs, then what a training step writes back: updated weights and optimizer state.
-  std::vector<int> ids = built.graph.outputs();
-  for (const ir::Op& op : built.graph.ops()) {
-    if (op.type == ir::OpType::kSgdUpdate || op.type == ir::OpType::kOptimizerUpdate) ids.push_back(op.outputs[0]);
-  }
-  for (int id : ids) {
+  for (int id : stepOutputIds(built.graph)) {
     const std::string& name = built.graph.tensor(id).name;
     run.outputs.emplace_back(name, values.at(name));
   }

@@ -27,6 +27,17 @@ reference::MxuNumericsOptions mxuNumericsOf(const HardwareParams& hw, const RunR
 // Program is refused by buildModelGraph).
 FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw);
 
+// The generated inputs and labels of a graph (see FunctionalRun::inputs), for
+// `seed`: the same for the functional run and the reference backends.
+NamedValues generatedInputs(const ModelGraph& built, uint64_t seed);
+
+// What a step writes: the graph's outputs, then a training step's updated weights
+// and optimizer state; tensor ids.
+std::vector<int> stepOutputIds(const ir::Graph& graph);
+
+// "<folder>/<name with anything but letters, digits, '.', '-' and '_' as '_'>.npy".
+std::string valueFileName(const std::string& folder, const std::string& tensor);
+
 // "functional/<name with anything but letters, digits, '.', '-' and '_' as '_'>.npy".
 std::string functionalFileName(const std::string& tensor);
 

@@ -1,5 +1,7 @@
 #include "api/host_run.hpp"
 
+#include <cmath>
+
 #include "sim/common/error.hpp"
 #include "sim/host/host_model.hpp"
 
@@ -34,6 +36,8 @@ nlohmann::ordered_json runHostSteps(const HardwareParams& hw, const nlohmann::or
   s["elapsed_s"] = secondsFromPicos(run.elapsed);
   s["mean_step_s"] = steps > 1 ? run.meanStepSeconds(1) : secondsFromPicos(run.elapsed);
   s["input_stall_s"] = secondsFromPicos(run.input_stall);
+  // The same in chip cycles: what the device waited for its input, comparable with total_cycles.
+  s["input_stall_cycles"] = static_cast<uint64_t>(std::llround(secondsFromPicos(run.input_stall) * clock_mhz * 1e6));
   s["infeed_s"] = secondsFromPicos(run.infeed);
   s["checkpoint_s"] = secondsFromPicos(run.checkpoint);
   s["device_utilization"] = run.deviceUtilization();

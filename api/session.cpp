@@ -210,10 +210,8 @@ TrainingOptions trainingOptionsOf(const RunRequest& request) {
   return options;
 }
 
-std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
-                                                    std::map<std::string, ir::TensorValue> feeds, int threads,
-                                                    std::optional<reference::MxuNumericsOptions> mxu) {
-  const ModelGraph built = buildModelGraph(request);
+std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
+                                                     std::map<std::string, ir::TensorValue> feeds) {
   for (const auto& [name, value] : built.model.initializers) feeds.emplace(name, value);  // keeps given values
   // A floating feed of another floating dtype (numpy's float64 for an f32 input) is
   // rounded to the tensor's dtype, once.
@@ -232,8 +230,15 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
     }
   }
   for (const ir::Tensor& tensor : built.graph.tensors()) adoptIntegerDtype(tensor, feeds);
-  const std::vector<ir::TensorValue> values =
-      reference::CpuExecutor(built.graph, reference::CpuOptions{threads, mxu}).run(feeds);
+  return feeds;
+}
+
+std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
+                                                    std::map<std::string, ir::TensorValue> feeds, int threads,
+                                                    std::optional<reference::MxuNumericsOptions> mxu) {
+  const ModelGraph built = buildModelGraph(request);
+  const std::vector<ir::TensorValue> values = reference::CpuExecutor(built.graph, reference::CpuOptions{threads, mxu})
+                                                  .run(completeFeeds(built, std::move(feeds)));
   std::map<std::string, ir::TensorValue> named;
   for (const ir::Tensor& tensor : built.graph.tensors()) named[tensor.name] = values[static_cast<size_t>(tensor.id)];
   return named;

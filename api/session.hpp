@@ -99,6 +99,12 @@ struct ModelGraph {
 inline constexpr const char* kHloMode = "as-written";
 ModelGraph buildModelGraph(const RunRequest& request);
 
+// The complete feeds of `built`'s graph: `feeds` (inputs, labels, perhaps weights),
+// the model's initializers for the weights not given, zero optimizer state (step 0),
+// floating values rounded to their tensor's dtype and integer ones given its dtype.
+std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
+                                                     std::map<std::string, ir::TensorValue> feeds);
+
 // Runs the request's graph on the CPU reference executor. `feeds` gives
 // inputs and labels by name and may replace weights; weights default to the
 // model's initializers. Returns every tensor's value, by tensor name. With

@@ -66,6 +66,36 @@ void BM_SimulateResNet50Batch128(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateResNet50Batch128)->Iterations(3)->Unit(benchmark::kMillisecond);
 
+// One step on tpuv4 under each HBM model (docs/memory.md, "In the chip"): the shipped MLP's
+// training step at batch 32 and ResNet-50's inference step at batch 1.
+void BM_SimulateByHbmModel(benchmark::State& state, const char* model, int64_t batch, const char* mode,
+                           const char* hbm_model) {
+  tpusim::RunRequest request;
+  request.model_path = std::string(TPUSIM_SOURCE_DIR "/traces/") + model;
+  request.batch = batch;
+  request.mode = mode;
+  request.overrides = {{"hbm.model", hbm_model}};
+  const tpusim::HardwareParams hw = tpusim::resolveHardware(request);
+  const tpusim::program::Program program = tpusim::compileRequest(request, hw);
+  uint64_t cycles = 0;
+  for (auto _ : state) cycles = tpusim::simulate(program, hw).total_cycles;
+  state.counters["step_cycles"] = static_cast<double>(cycles);
+}
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, mlp_bandwidth, "mlp.onnx", 32, "training", "bandwidth")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, mlp_dram_memoized, "mlp.onnx", 32, "training", "dram_memoized")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, mlp_dram, "mlp.onnx", 32, "training", "dram")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, resnet50_bandwidth, "resnet50.onnx", 1, "inference", "bandwidth")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, resnet50_dram_memoized, "resnet50.onnx", 1, "inference", "dram_memoized")
+    ->Iterations(3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimulateByHbmModel, resnet50_dram, "resnet50.onnx", 1, "inference", "dram")
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
 void BM_SimulateDependentChain(benchmark::State& state) {
   tpusim::program::Program program;
   program.set_format(tpusim::kProgramFormat);

@@ -73,6 +73,73 @@ nlohmann::ordered_json memoryEntry(const program::ChipProgram& chip, const Hardw
   return entry;
 }
 
+// A registered stat's value, or 0 when the run's models did not register it.
+double statOr0(const StatsRegistry& stats, const std::string& name) {
+  const StatEntry* stat = stats.find(name);
+  return stat == nullptr ? 0.0 : stat->value();
+}
+
+// The chip's HBM over the step: its model, the bandwidth it delivered against its peak,
+// and, for the DRAM models, what the DRAM did (bursts, row hits, commands).
+nlohmann::ordered_json hbmEntry(const SimResult& result, const HardwareParams& hw) {
+  const config::HbmConfig& hbm = hw.config().hbm();
+  const StatsRegistry& stats = *result.stats;
+  const std::string prefix = "chip0.hbm.";
+  nlohmann::ordered_json entry;
+  entry["model"] = hbm.model();
+  const bool dram = hbm.model() != "bandwidth";
+  if (dram) {
+    entry["dram_preset"] = hbm.dram_preset();
+    entry["stacks"] = hbm.stacks();
+    entry["pin_gbps"] = hbm.pin_gbps();
+  }
+  entry["peak_gbps"] = hbm.bandwidth_gbps();
+  const auto read = static_cast<uint64_t>(statOr0(stats, prefix + "bytes_read"));
+  const auto written = static_cast<uint64_t>(statOr0(stats, prefix + "bytes_written"));
+  entry["bytes_read"] = read;
+  entry["bytes_written"] = written;
+  entry["transfers"] = static_cast<uint64_t>(statOr0(stats, prefix + "transfers"));
+  const double seconds = static_cast<double>(result.total_cycles) / result.clock_hz;
+  entry["achieved_gbps"] = seconds > 0 ? static_cast<double>(read + written) / seconds / 1e9 : 0.0;
+  entry["bandwidth_utilization"] = statOr0(stats, prefix + "bandwidth_utilization");
+  if (!dram) return entry;
+  for (const char* field : {"row_hit_rate", "row_hits", "row_misses", "row_conflicts", "activates", "precharges",
+                            "refreshes", "reads", "writes"}) {
+    const StatEntry* stat = stats.find(prefix + "dram." + field);
+    if (stat == nullptr) continue;
+    if (stat->is_formula) {
+      entry[field] = stat->value();
+    } else {
+      entry[field] = stat->counter->value();
+    }
+  }
+  if (stats.find(prefix + "dram.memo_simulated") != nullptr) {
+    entry["memo_simulated"] = static_cast<uint64_t>(statOr0(stats, prefix + "dram.memo_simulated"));
+    entry["memo_reused"] = static_cast<uint64_t>(statOr0(stats, prefix + "dram.memo_reused"));
+  }
+  return entry;
+}
+
+// Each DMA engine over the step: what it moved and how long it had a transfer in flight.
+nlohmann::ordered_json dmaEntries(const SimResult& result) {
+  const StatsRegistry& stats = *result.stats;
+  nlohmann::ordered_json engines = nlohmann::ordered_json::array();
+  for (const std::string& unit : result.timeline.unitNames()) {
+    if (stats.find(unit + ".peak_in_flight") == nullptr) continue;  // not a DMA engine
+    const auto busy = static_cast<uint64_t>(statOr0(stats, unit + ".busy_cycles"));
+    nlohmann::ordered_json entry;
+    entry["engine"] = unit;
+    entry["bytes"] = static_cast<uint64_t>(statOr0(stats, unit + ".bytes"));
+    entry["transfers"] = static_cast<uint64_t>(statOr0(stats, unit + ".instructions"));
+    entry["busy_cycles"] = busy;
+    entry["busy_time_s"] = static_cast<double>(busy) / result.clock_hz;
+    entry["utilization"] = statOr0(stats, unit + ".utilization");
+    entry["peak_in_flight"] = static_cast<uint64_t>(statOr0(stats, unit + ".peak_in_flight"));
+    engines.push_back(entry);
+  }
+  return engines;
+}
+
 struct PerOp {
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   nlohmann::ordered_json layers = nlohmann::ordered_json::array();
@@ -270,6 +337,8 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
+  report["hbm"] = hbmEntry(result, hw);
+  report["dma"] = dmaEntries(result);
   const PerOp per_op = perOpEntries(chip, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
@@ -354,6 +423,23 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   static_cast<double>(memory["vmem_capacity_bytes"].get<uint64_t>()) / mib,
                   memory["vmem_peak_op"].get<std::string>().c_str());
     out << line;
+  }
+  if (report.contains("hbm")) {
+    const auto& hbm = report["hbm"];
+    const std::string model = hbm["model"].get<std::string>();
+    std::snprintf(line, sizeof(line), "HBM traffic  %.1f GB/s of %.0f GB/s (%.1f%% of peak), %s model",
+                  hbm["achieved_gbps"].get<double>(), hbm["peak_gbps"].get<double>(),
+                  100.0 * hbm["bandwidth_utilization"].get<double>(), model.c_str());
+    out << line;
+    if (hbm.contains("row_hit_rate")) {
+      std::snprintf(line, sizeof(line), " (%s x %lld): row hits %.1f%%, %llu ACT, %llu REF",
+                    hbm["dram_preset"].get<std::string>().c_str(), static_cast<long long>(hbm["stacks"].get<int64_t>()),
+                    100.0 * hbm["row_hit_rate"].get<double>(),
+                    static_cast<unsigned long long>(hbm["activates"].get<uint64_t>()),
+                    static_cast<unsigned long long>(hbm["refreshes"].get<uint64_t>()));
+      out << line;
+    }
+    out << "\n";
   }
   // The layers that need the most time, by their busiest unit kind.
   if (report.contains("layers") && !report["layers"].empty()) {

@@ -9,5 +9,6 @@ namespace tpusim::cli {
 int runCommand(const std::vector<std::string>& args);
 int compileCommand(const std::vector<std::string>& args);
 int hwCommand(const std::vector<std::string>& args);
+int referenceCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

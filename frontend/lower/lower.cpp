@@ -36,12 +36,20 @@ program::BufferRole toBufferRole(ir::TensorRole role) {
   return program::ROLE_UNSPECIFIED;
 }
 
-void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t bytes) {
+// The descriptor: `layout` within the HBM buffer that starts at `buffer_offset`.
+void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t buffer_offset,
+            const HbmLayout& layout) {
   program::DmaTransfer* dma = ins.mutable_dma();
   dma->set_src(src);
   dma->set_dst(dst);
-  dma->set_bytes(bytes);
-  ins.set_bytes(bytes);
+  dma->set_bytes(layout.bytes());
+  dma->set_hbm_address(buffer_offset + layout.offset);
+  if (layout.rows > 1) {
+    dma->set_rows(layout.rows);
+    dma->set_row_bytes(layout.row_bytes);
+    dma->set_row_stride(layout.row_stride);
+  }
+  ins.set_bytes(layout.bytes());
 }
 
 }  // namespace
@@ -52,6 +60,22 @@ void addDeps(program::Instruction& ins, std::vector<uint32_t> deps) {
   for (uint32_t dep : deps) {
     if (dep != kNone) ins.add_deps(dep);
   }
+}
+
+HbmLayout contiguousAt(uint64_t begin, uint64_t bytes, uint64_t total) {
+  return HbmLayout::contiguous(bytes >= total ? 0 : std::min(begin, total - bytes), bytes);
+}
+
+HbmLayout shareOf(uint64_t total, uint64_t bytes, Span part, uint64_t whole) {
+  const uint64_t begin =
+      whole == 0 ? 0 : static_cast<uint64_t>(static_cast<unsigned __int128>(total) * part.begin / whole);
+  return contiguousAt(begin, bytes, total);
+}
+
+HbmLayout spreadRows(uint64_t total, uint64_t rows, uint64_t row_bytes) {
+  if (rows <= 1 || row_bytes == 0) return HbmLayout::contiguous(0, rows * row_bytes);
+  const uint64_t room = total > row_bytes ? total - row_bytes : 0;
+  return {0, rows, row_bytes, room / (rows - 1)};
 }
 
 std::vector<Span> splitEvenly(Span whole, uint64_t parts) {
@@ -237,12 +261,12 @@ program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::strin
 }
 
 uint32_t Lowerer::load(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,
-                       uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps) {
-  if (bytes > std::numeric_limits<uint32_t>::max()) {
-    throw Error(ErrorKind::kInternal, "a tile of " + mib(bytes) + " is larger than any VMEM");
+                       const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps) {
+  if (layout.bytes() > std::numeric_limits<uint32_t>::max()) {
+    throw Error(ErrorKind::kInternal, "a tile of " + mib(layout.bytes()) + " is larger than any VMEM");
   }
   program::Instruction& ins = newInstruction(op, "load." + part, program::DMA, core, 0);
-  setDma(ins, program::HBM, program::VMEM, bytes);
+  setDma(ins, program::HBM, program::VMEM, m_chip.buffers(static_cast<int>(hbm)).offset(), layout);
   ins.add_reads(hbm);
   ins.add_writes(vmem);
   std::vector<uint32_t> all = deps;
@@ -257,11 +281,11 @@ uint32_t Lowerer::load(const ir::Op& op, uint32_t core, const std::string& part,
 }
 
 uint32_t Lowerer::store(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,
-                        uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps) {
+                        const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps) {
   const uint32_t engine = static_cast<uint32_t>(m_hw.dma().engines_per_core() - 1);
   program::Instruction& ins =
       newInstruction(op, "store" + (part.empty() ? "" : "." + part), program::DMA, core, engine);
-  setDma(ins, program::VMEM, program::HBM, bytes);
+  setDma(ins, program::VMEM, program::HBM, m_chip.buffers(static_cast<int>(hbm)).offset(), layout);
   ins.add_reads(vmem);
   ins.add_writes(hbm);
   std::vector<uint32_t> all = deps;

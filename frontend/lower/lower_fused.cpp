@@ -38,8 +38,8 @@ Lowerer::FusedFootprint Lowerer::fusedFootprint(const std::vector<const ir::Op*>
 
 std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& part, uint64_t part_size,
                                              uint64_t whole_size, const std::function<ByteRange(int)>& range,
-                                             int leader_out, uint32_t leader_buffer,
-                                             const std::vector<uint32_t>& leader_deps) {
+                                             const std::function<HbmLayout(int)>& layout, int leader_out,
+                                             uint32_t leader_buffer, const std::vector<uint32_t>& leader_deps) {
   const size_t tile = fused.done.size();
   const int slot = static_cast<int>(tile % 2);
   const std::vector<uint32_t> slot_free = tile >= 2 ? fused.done[tile - 2] : std::vector<uint32_t>{};
@@ -79,7 +79,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
         const uint64_t bytes = fractionOf(tensor.bytes(), part_size, whole_size);
         grow(buffer, bytes);
         const uint32_t loaded = loadTensor(op, core, tensor.name + (part.empty() ? "" : "." + part), input,
-                                           range(input), bytes, buffer, slot_free);
+                                           range(input), layout(input), buffer, slot_free);
         here[input] = {buffer, loaded};
         reads.push_back(buffer);
         deps.push_back(loaded);
@@ -109,7 +109,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     done.push_back(vpu);
     if (!m_on_chip[static_cast<size_t>(output)]) {
       const ByteRange bytes_range = range(output);
-      const uint32_t stored = storeOutput(op, core, part, bytes_range, out_bytes, out_buffer, {vpu});
+      const uint32_t stored = storeOutput(op, core, part, bytes_range, layout(output), out_buffer, {vpu});
       fused.stores[index].push_back({bytes_range, stored});
       done.push_back(stored);
     }
@@ -148,7 +148,12 @@ void Lowerer::lowerFusedVector(const std::vector<const ir::Op*>& ops) {
     for (size_t t = 0; t < core_tiles.size(); ++t) {
       const Span span = core_tiles[t];
       const auto range = [&](int tensor) { return rowRange(m_graph.tensor(tensor).bytes(), rows, 1, span); };
-      emitFusedTile(fused, core_tiles.size() > 1 ? numbered("t", t) : "", span.size(), rows, range, -1, UINT32_MAX, {});
+      const auto layout = [&](int tensor) {
+        const uint64_t total = m_graph.tensor(tensor).bytes();
+        return contiguousAt(range(tensor).begin, fractionOf(total, span.size(), rows), total);
+      };
+      emitFusedTile(fused, core_tiles.size() > 1 ? numbered("t", t) : "", span.size(), rows, range, layout, -1,
+                    UINT32_MAX, {});
       ++tiles;
     }
     for (size_t i = 0; i < ops.size(); ++i)

@@ -58,6 +58,11 @@ struct Lowerer::GemmOperand {
   Axis axis = Axis::kWhole;  // the dimension its bytes are laid out along, for dependencies
   uint64_t extent = 1;       // of that dimension
   uint64_t granule = 1;      // rows per contiguous block along it
+  // Stored as row-major matrices, one per item (or one for all when not batched), in the
+  // orientation `transposed` says: tiles then have exact, possibly strided, addresses.
+  // (Convolution operands are images, whose patches the GEMM never builds.)
+  bool matrix = false;
+  bool transposed = false;
 };
 
 // One core's share of the op: `items` independent out[m, n] = lhs[m, k] x rhs[k, n].
@@ -136,6 +141,33 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     }
     return rowRange(m_graph.tensor(operand.tensor).bytes(), operand.extent, operand.granule, along);
   };
+  // Where a tile of items x rows x cols (the operand's own dims) lies in the operand's buffer:
+  // a column block of a row-major matrix is one strided descriptor. Without a matrix layout,
+  // the tile's bytes from where its byte range begins.
+  const auto layoutOf = [&](const GemmOperand& operand, Span items, Span rows, Span cols) {
+    const uint64_t bytes = bytesOf(operand, items.size(), rows.size(), cols.size());
+    const uint64_t total = m_graph.tensor(operand.tensor).bytes();
+    const uint64_t matrices = operand.batched ? job.items_total : 1;
+    const uint64_t whole_rows = extentOf(operand, operand.transposed ? 1 : 0);
+    const uint64_t whole_cols = extentOf(operand, operand.transposed ? 0 : 1);
+    const uint64_t cells = product(matrices, whole_rows, whole_cols);
+    if (operand.matrix && cells > 0 && total % cells == 0) {
+      const uint64_t element = total / cells;
+      const Span stored_rows = operand.transposed ? cols : rows, stored_cols = operand.transposed ? rows : cols;
+      const Span matrix = operand.batched ? items : Span{0, 1};
+      const uint64_t matrix_bytes = whole_rows * whole_cols * element;
+      const uint64_t first =
+          matrix.begin * matrix_bytes + (stored_rows.begin * whole_cols + stored_cols.begin) * element;
+      if (stored_cols.size() == whole_cols && (stored_rows.size() == whole_rows || matrix.size() == 1)) {
+        return HbmLayout::contiguous(first, matrix.size() * stored_rows.size() * whole_cols * element);
+      }
+      if (matrix.size() == 1 && stored_rows.size() > 1) {
+        return HbmLayout{first, stored_rows.size(), stored_cols.size() * element, whole_cols * element};
+      }
+      if (matrix.size() == 1) return HbmLayout::contiguous(first, stored_cols.size() * element);
+    }
+    return contiguousAt(rangeOf(operand, items, rows, cols).begin, bytes, total);
+  };
   const auto element = [&](const GemmOperand& operand, uint64_t rows, uint64_t cols) {
     const uint64_t items = operand.batched ? job.items_total : 1;
     return static_cast<double>(operand.total) / static_cast<double>(product(items, rows, cols));
@@ -193,18 +225,21 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     std::vector<uint32_t> done;
     if (store_out) {
       const ByteRange range = rangeOf(job.out, items, rows, cols);
-      const uint32_t id = storeOutput(op, core, part, range, bytes, out_slot, computes);
+      const uint32_t id = storeOutput(op, core, part, range, layoutOf(job.out, items, rows, cols), out_slot, computes);
       stores.push_back({range, id});
       done.push_back(id);
     }
     if (fused) {
-      const auto range = [&](int tensor) {
-        GemmOperand like = job.out;
-        like.tensor = tensor;
-        return rangeOf(like, items, rows, cols);
+      const auto like = [&](int tensor) {
+        GemmOperand same = job.out;
+        same.tensor = tensor;
+        same.total = m_graph.tensor(tensor).bytes();
+        return same;
       };
+      const auto range = [&](int tensor) { return rangeOf(like(tensor), items, rows, cols); };
+      const auto layout = [&](int tensor) { return layoutOf(like(tensor), items, rows, cols); };
       const std::vector<uint32_t> ids =
-          emitFusedTile(*fused, part, bytes, job.out.total, range, job.out.tensor, out_slot, computes);
+          emitFusedTile(*fused, part, bytes, job.out.total, range, layout, job.out.tensor, out_slot, computes);
       done.insert(done.end(), ids.begin(), ids.end());
     }
     return done;
@@ -278,7 +313,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
         buffer->set_bytes(std::max(buffer->bytes(), bytes));
         reads[side] = slots[side][slot];
         loads.push_back(loadTensor(op, core, std::string(side == 0 ? "lhs" : "rhs") + numbered(".g", t), operand.tensor,
-                                   rangeOf(operand, items, {0, rows}, {0, cols}), bytes, slots[side][slot],
+                                   rangeOf(operand, items, {0, rows}, {0, cols}),
+                                   layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot],
                                    last(computes, 2)));
       }
       std::vector<uint32_t> deps = loads;
@@ -319,8 +355,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     const uint64_t bytes = bytesOf(operand, items.size(), rows.size(), cols.size());
     const uint32_t buffer = slots[side][step % 2];
     grow(buffer, bytes);
-    return loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols), bytes, buffer,
-                      std::move(deps));
+    return loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
+                      layoutOf(operand, items, rows, cols), buffer, std::move(deps));
   };
   const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
                              const std::vector<uint32_t>& deps) {
@@ -381,7 +417,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                                            : loadPart(1, "rhs." + part, items, all_k, out_cols, last(computes, 2));
         if (resident == UINT32_MAX) {  // the block follows the first streamed tile (lhs before rhs, as written)
           resident = loadTensor(op, core, (side == 1 ? "rhs." : "lhs.") + block_part, operand.tensor,
-                                rangeOf(operand, items, rows, cols), bytes, resident_buffer, block_readers);
+                                rangeOf(operand, items, rows, cols), layoutOf(operand, items, rows, cols),
+                                resident_buffer, block_readers);
           block_readers.clear();
         }
         const uint32_t out_slot = slots[2][drains.size() % 2];
@@ -450,6 +487,11 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
   job.lhs = {op.inputs[0], a.bytes(), true, Axis::kWhole, 1, 1};
   job.rhs = {op.inputs[1], b.bytes(), true, Axis::kWhole, 1, 1};
   job.out = {op.outputs[0], out.bytes(), true, Axis::kWhole, 1, 1};
+  // Row-major matrices: [.., m, k] (or [.., k, m] transposed), [.., k, n] (or [.., n, k]), [.., m, n].
+  const auto asMatrix = [](GemmOperand& operand, bool transposed) {
+    operand.matrix = true;
+    operand.transposed = transposed;
+  };
   std::vector<Access> stores;
   uint64_t tiles = 0, vmem = 0;
   std::string tiling;
@@ -461,6 +503,9 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     job.rhs.axis = op.transpose_b ? Axis::kN : Axis::kK;
     job.rhs.extent = op.transpose_b ? n : k;
     job.out = {op.outputs[0], out.bytes(), true, Axis::kM, job.m_total, 1};
+    asMatrix(job.lhs, op.transpose_a);
+    asMatrix(job.rhs, op.transpose_b);
+    asMatrix(job.out, false);
     job.items = {0, 1};
     const std::vector<Span> rows = splitEvenly({0, job.m_total}, cores);
     for (uint32_t core = 0; core < rows.size(); ++core) {
@@ -475,6 +520,10 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     job.lhs = {op.inputs[0], a.bytes(), a_batched, a_batched ? Axis::kItems : Axis::kWhole, batch, 1};
     job.rhs = {op.inputs[1], b.bytes(), b_batched, b_batched ? Axis::kItems : Axis::kWhole, batch, 1};
     job.out = {op.outputs[0], out.bytes(), true, Axis::kItems, batch, 1};
+    // A batch broadcast only in part ([2, 1, m, k] against [1, 3, k, n]) is not one matrix per item.
+    if (!a_batched || batchOf(a.shape) == batch) asMatrix(job.lhs, op.transpose_a);
+    if (!b_batched || batchOf(b.shape) == batch) asMatrix(job.rhs, op.transpose_b);
+    asMatrix(job.out, false);
     const std::vector<Span> items = splitEvenly({0, batch}, cores);
     for (uint32_t core = 0; core < items.size(); ++core) {
       job.items = items[core];

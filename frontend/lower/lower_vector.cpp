@@ -193,11 +193,13 @@ void Lowerer::lowerVector(const ir::Op& op) {
         const uint64_t bytes = fractionOf(plan.bytes[i], rows.size(), plan.rows);
         program::Buffer* buffer = m_chip.mutable_buffers(static_cast<int>(slots[slot][i]));
         buffer->set_bytes(std::max(buffer->bytes(), bytes));
-        const ByteRange range = plan.movement[i] == Movement::kRows
-                                    ? rowRange(m_graph.tensor(op.inputs[i]).bytes(), plan.rows, 1, rows)
-                                    : whole(op.inputs[i]);
+        const uint64_t total = m_graph.tensor(op.inputs[i]).bytes();
+        const bool along = plan.movement[i] == Movement::kRows;
+        const ByteRange range = along ? rowRange(total, plan.rows, 1, rows) : whole(op.inputs[i]);
+        const HbmLayout layout =
+            along ? contiguousAt(range.begin, bytes, total) : shareOf(total, bytes, rows, plan.rows);
         const std::string name = m_graph.tensor(op.inputs[i]).name + (part.empty() ? "" : "." + part);
-        deps.push_back(loadTensor(op, core, name, op.inputs[i], range, bytes, slots[slot][i],
+        deps.push_back(loadTensor(op, core, name, op.inputs[i], range, layout, slots[slot][i],
                                   t >= 2 ? std::vector<uint32_t>{computes[t - 2]} : std::vector<uint32_t>{}));
         touched += bytes;
       }
@@ -295,7 +297,8 @@ void Lowerer::lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows,
     }
     if (partials) {
       const ByteRange range{core * out.bytes(), (core + 1) * out.bytes()};
-      partial_stores.push_back(store(op, core, "partial", scratch, range, out.bytes(), accumulator, {computes.back()}));
+      partial_stores.push_back(store(op, core, "partial", scratch, range,
+                                     HbmLayout::contiguous(range.begin, out.bytes()), accumulator, {computes.back()}));
     } else {
       const ByteRange range = whole(op.outputs[0]);
       stores.push_back({range, storeOutput(op, core, "", range, out.bytes(), accumulator, {computes.back()})});
@@ -305,7 +308,8 @@ void Lowerer::lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows,
     // Core 0 adds the partial results up.
     const uint64_t bytes = out.bytes() * shares.size();
     const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
-    const uint32_t loaded = load(op, 0, "partials", scratch, {0, bytes}, bytes, gathered, partial_stores);
+    const uint32_t loaded =
+        load(op, 0, "partials", scratch, {0, bytes}, HbmLayout::contiguous(0, bytes), gathered, partial_stores);
     m_hazards[scratch].writers.clear();
     for (size_t core = 0; core < shares.size(); ++core) {
       m_hazards[scratch].writers.push_back({{core * out.bytes(), (core + 1) * out.bytes()}, partial_stores[core]});
@@ -354,8 +358,11 @@ void Lowerer::lowerGather(const ir::Op& op) {
       const uint32_t got_indices =
           loadTensor(op, core, part + indices.name, op.inputs[1], rowRange(indices.bytes(), rows, 1, span), index_bytes,
                      index_slots[slot], slot_free);
-      const uint32_t got_rows = loadTensor(op, core, part + "rows", op.inputs[0], whole(op.inputs[0]), row_bytes,
-                                           row_slots[slot], {got_indices});
+      // The table rows the indices address are data: the descriptor spreads them over the table.
+      const uint32_t got_rows = loadTensor(
+          op, core, part + "rows", op.inputs[0], whole(op.inputs[0]),
+          spreadRows(m_graph.tensor(op.inputs[0]).bytes(), span.size(), out.bytes() / std::max<uint64_t>(rows, 1)),
+          row_slots[slot], {got_indices});
       const ByteRange range = rowRange(out.bytes(), rows, 1, span);
       const uint32_t stored = storeOutput(op, core, part.empty() ? "" : part.substr(0, part.size() - 1), range,
                                           row_bytes, row_slots[slot], {got_rows});
@@ -414,20 +421,25 @@ void Lowerer::lowerGatherGrad(const ir::Op& op) {
       const uint32_t index_buffer = addVmem(op, core, "indices." + part, indices.dtype, index_bytes);
       const uint32_t dy_buffer = addVmem(op, core, "dy." + part, dy.dtype, dy_bytes);
       const uint32_t rows_buffer = addVmem(op, core, "rows." + part, out.dtype, dy_bytes);
-      const uint32_t got_indices =
-          loadTensor(op, core, "indices." + part, op.inputs[1], whole(op.inputs[1]), index_bytes, index_buffer, {});
+      const uint32_t got_indices = loadTensor(op, core, "indices." + part, op.inputs[1], whole(op.inputs[1]),
+                                              shareOf(indices.bytes(), index_bytes, span, rows), index_buffer, {});
       const uint32_t got_dy = loadTensor(op, core, "dy." + part, op.inputs[0], rowRange(dy.bytes(), rows, 1, span),
                                          dy_bytes, dy_buffer, {});
       std::vector<uint32_t> before = zeroed;
       before.push_back(got_indices);
       before.push_back(previous);
+      // The table rows the indices address are data: the descriptors spread dy's rows over the
+      // table (element by element where a tile ends inside a row).
+      const uint64_t table_row = out.shape.empty() ? element : out.bytes() / std::max<int64_t>(out.shape[0], 1);
+      const uint64_t row = table_row > 0 && dy_bytes % table_row == 0 ? table_row : element;
+      const HbmLayout table_rows = spreadRows(out.bytes(), dy_bytes / row, row);
       const uint32_t got_rows =
-          loadTensor(op, core, "rows." + part, op.outputs[0], whole(op.outputs[0]), dy_bytes, rows_buffer, before);
+          loadTensor(op, core, "rows." + part, op.outputs[0], whole(op.outputs[0]), table_rows, rows_buffer, before);
       m_hazards[hbmOf(op.outputs[0])].readers.pop_back();  // ordered by `previous` and `zeroed`, not by hazards
       const uint32_t added =
           vectorInstruction(op, part + ".vpu", core, program::ELEMENTWISE, span.size(), vectorOpsPerElement(op),
                             out.dtype, {dy_buffer, rows_buffer}, rows_buffer, 2 * dy_bytes, {got_dy, got_rows});
-      previous = storeOutput(op, core, "scatter." + part, whole(op.outputs[0]), dy_bytes, rows_buffer, {added});
+      previous = storeOutput(op, core, "scatter." + part, whole(op.outputs[0]), table_rows, rows_buffer, {added});
       stores.push_back({whole(op.outputs[0]), previous});
       ++tiles;
     }

@@ -41,6 +41,28 @@ struct Span {
   uint64_t size() const { return end - begin; }
 };
 
+// Where a transfer's bytes lie in its HBM buffer, relative to the buffer's start (the
+// DmaTransfer descriptor less the buffer's offset): `rows` rows of `row_bytes`, row r at
+// offset + r * row_stride. One row is a contiguous transfer.
+struct HbmLayout {
+  uint64_t offset = 0;
+  uint64_t rows = 1;
+  uint64_t row_bytes = 0;
+  uint64_t row_stride = 0;
+  uint64_t bytes() const { return rows * row_bytes; }
+  static HbmLayout contiguous(uint64_t offset, uint64_t bytes) { return {offset, 1, bytes, bytes}; }
+};
+
+// `bytes` of a `total`-byte tensor from `begin` (the start of the byte range the tile reads),
+// pulled back so that they end inside the tensor.
+HbmLayout contiguousAt(uint64_t begin, uint64_t bytes, uint64_t total);
+// A tile's `bytes` of a tensor it reads from anywhere (a transpose, a slice): placed
+// contiguously where part `part` of `whole` equal parts begins.
+HbmLayout shareOf(uint64_t total, uint64_t bytes, Span part, uint64_t whole);
+// `rows` rows of `row_bytes` at addresses the data decides (a gather's table rows): spread
+// evenly over the `total` bytes, the first at 0 and the last ending at the end.
+HbmLayout spreadRows(uint64_t total, uint64_t rows, uint64_t row_bytes);
+
 std::vector<Span> splitEvenly(Span whole, uint64_t parts);
 std::vector<Span> tilesOf(Span whole, uint64_t tile);
 std::string mib(uint64_t bytes);
@@ -79,19 +101,32 @@ class Lowerer {
   uint32_t addVmem(const ir::Op& op, uint32_t core, const std::string& what, DType dtype, uint64_t bytes);
   program::Instruction& newInstruction(const ir::Op& op, const std::string& part, program::Unit unit, uint32_t core,
                                        uint32_t unit_index);
-  // A DMA from HBM into `vmem` (engine 0): `bytes` of `hbm`, reading `range` for the dependencies.
-  uint32_t load(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range, uint64_t bytes,
-                uint32_t vmem, const std::vector<uint32_t>& deps);
+  // A DMA from HBM into `vmem` (engine 0): the bytes of `hbm` that `layout` places, reading
+  // `range` for the dependencies (a range that covers the layout's bytes).
+  uint32_t load(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,
+                const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps);
+  uint32_t loadTensor(const ir::Op& op, uint32_t core, const std::string& part, int tensor, ByteRange range,
+                      const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps) {
+    return load(op, core, part, hbmOf(tensor), range, layout, vmem, deps);
+  }
+  // A load of `bytes` from where `range` begins.
   uint32_t loadTensor(const ir::Op& op, uint32_t core, const std::string& part, int tensor, ByteRange range,
                       uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps) {
-    return load(op, core, part, hbmOf(tensor), range, bytes, vmem, deps);
+    return loadTensor(op, core, part, tensor, range, contiguousAt(range.begin, bytes, m_graph.tensor(tensor).bytes()),
+                      vmem, deps);
   }
   // A DMA from `vmem` into HBM (the last engine); the output's writes are recorded by finish().
   uint32_t store(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,
-                 uint64_t bytes, uint32_t vmem, const std::vector<uint32_t>& deps);
+                 const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps);
+  uint32_t storeOutput(const ir::Op& op, uint32_t core, const std::string& part, ByteRange range,
+                       const HbmLayout& layout, uint32_t vmem, const std::vector<uint32_t>& deps) {
+    return store(op, core, part, hbmOf(op.outputs[0]), range, layout, vmem, deps);
+  }
+  // A store of `bytes` to where `range` begins.
   uint32_t storeOutput(const ir::Op& op, uint32_t core, const std::string& part, ByteRange range, uint64_t bytes,
                        uint32_t vmem, const std::vector<uint32_t>& deps) {
-    return store(op, core, part, hbmOf(op.outputs[0]), range, bytes, vmem, deps);
+    return storeOutput(op, core, part, range, contiguousAt(range.begin, bytes, m_graph.tensor(op.outputs[0]).bytes()),
+                       vmem, deps);
   }
   uint32_t vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
                              uint64_t elements, uint32_t ops_per_element, DType dtype,
@@ -121,10 +156,12 @@ class Lowerer {
   FusedFootprint fusedFootprint(const std::vector<const ir::Op*>& ops, int leader_out) const;
   // Emits one tile of the group: each op on the vector unit, reading the leader's tile
   // (`leader_buffer`, ready after `leader_deps`), earlier ops' tiles and its own inputs'
-  // tiles (`part_size` of `whole_size`, at the bytes `range` gives), and storing what is
+  // tiles (`part_size` of `whole_size`, at the bytes `range` gives for the dependencies and
+  // where `layout` places them), and storing what is
   // read outside the group. Returns the instructions after which the tile's VMEM is free.
   std::vector<uint32_t> emitFusedTile(Fused& fused, const std::string& part, uint64_t part_size, uint64_t whole_size,
-                                      const std::function<ByteRange(int)>& range, int leader_out,
+                                      const std::function<ByteRange(int)>& range,
+                                      const std::function<HbmLayout(int)>& layout, int leader_out,
                                       uint32_t leader_buffer, const std::vector<uint32_t>& leader_deps);
   void finishFused(const Fused& fused, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
   void lowerFusedVector(const std::vector<const ir::Op*>& ops);

@@ -1,6 +1,7 @@
 #include "reference/cpu/cpu_executor.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -155,7 +156,7 @@ CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(g
   if (m_options.threads < 1) throw Error(ErrorKind::kInvalidConfig, "the CPU executor needs at least one thread");
 }
 
-std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
+std::vector<TensorValue> CpuExecutor::boundFeeds(const std::map<std::string, TensorValue>& feeds) const {
   std::vector<TensorValue> values(m_graph.tensors().size());
   for (const ir::Tensor& tensor : m_graph.tensors()) {
     if (m_graph.producer(tensor.id) != nullptr) continue;
@@ -174,6 +175,11 @@ std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValu
     value = feed->second;
     numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
   }
+  return values;
+}
+
+std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
+  std::vector<TensorValue> values = boundFeeds(feeds);
   for (const ir::Op& op : m_graph.ops()) {
     try {
       runOp(op, values);
@@ -182,6 +188,32 @@ std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValu
     }
   }
   return values;
+}
+
+TimedRun CpuExecutor::runTimed(const std::map<std::string, TensorValue>& feeds, const TimingOptions& timing) const {
+  checkTimingOptions(timing);
+  const std::vector<TensorValue> bound = boundFeeds(feeds);
+  const size_t ops = m_graph.ops().size();
+  std::vector<std::vector<double>> samples(ops);
+  TimedRun timed;
+  for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
+    std::vector<TensorValue> values = bound;
+    for (size_t i = 0; i < ops; ++i) {
+      const ir::Op& op = m_graph.ops()[i];
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        runOp(op, values);
+      } catch (const Error& error) {
+        throw error.within("op '" + op.name + "'");
+      }
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+      if (run >= timing.warmup) samples[i].push_back(took.count());
+    }
+    timed.values = std::move(values);
+  }
+  timed.op_seconds.reserve(ops);
+  for (std::vector<double>& op_samples : samples) timed.op_seconds.push_back(medianOf(op_samples));
+  return timed;
 }
 
 namespace {

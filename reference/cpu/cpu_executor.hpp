@@ -11,6 +11,7 @@
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
 #include "reference/cpu/mxu_gemm.hpp"
+#include "reference/op_timing.hpp"
 
 namespace tpusim::reference {
 
@@ -31,7 +32,13 @@ class CpuExecutor {
   // to it on entry); returns the value of every tensor, by id.
   std::vector<ir::TensorValue> run(const std::map<std::string, ir::TensorValue>& feeds) const;
 
+  // run(), timed per op (reference/op_timing.hpp): `timing.warmup` untimed runs,
+  // then `timing.repeats` timed ones; each op's wall time is its median over the
+  // repeats. The values are those of the last run.
+  TimedRun runTimed(const std::map<std::string, ir::TensorValue>& feeds, const TimingOptions& timing) const;
+
  private:
+  std::vector<ir::TensorValue> boundFeeds(const std::map<std::string, ir::TensorValue>& feeds) const;
   void runOp(const ir::Op& op, std::vector<ir::TensorValue>& values) const;
 
   const ir::Graph& m_graph;

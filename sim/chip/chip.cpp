@@ -7,10 +7,7 @@ Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const
     : sc_core::sc_module(name), m_scoreboard(program) {
   const std::string prefix = "chip" + std::to_string(context.chip);
   context.scoreboard = &m_scoreboard;
-  const ClockDomain& clock = *context.clock;
-  const ChannelTiming hbm_timing{hw.hbm().bandwidth_gbps() * 1e9 / clock.frequencyHz(),
-                                 clock.cyclesCovering(hw.hbm().latency_ns() * 1e-9)};
-  m_hbm = std::make_unique<Hbm>("hbm", prefix + ".hbm", clock, hbm_timing, *context.stats, *context.total_cycles);
+  m_hbm = std::make_unique<Hbm>("hbm", prefix + ".hbm", *context.clock, hw, *context.stats, *context.total_cycles);
 
   std::vector<std::vector<const program::Instruction*>> per_core(static_cast<size_t>(hw.chip().tensor_cores()));
   for (const program::Instruction& instruction : program.instructions()) {

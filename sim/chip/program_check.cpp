@@ -14,6 +14,48 @@ namespace {
   throw Error(ErrorKind::kInvalidInput, message);
 }
 
+// A descriptor's HBM bytes lie inside the HBM buffer it names (the first HBM buffer the
+// instruction reads for a load, writes for a store) and inside HBM.
+void checkDescriptor(const program::ChipProgram& chip, const program::Instruction& ins, const std::string& where,
+                     const config::HardwareConfig& hw) {
+  const program::DmaTransfer& dma = ins.dma();
+  const bool load = dma.src() == program::HBM;
+  if (load == (dma.dst() == program::HBM)) {
+    fail(where + " moves " + program::MemorySpace_Name(dma.src()) + " to " + program::MemorySpace_Name(dma.dst()) +
+         "; a DMA engine moves between HBM and another memory");
+  }
+  const bool strided = dma.rows() > 1;
+  if (!strided && (dma.row_bytes() != 0 || dma.row_stride() != 0)) {
+    fail(where + " sets row_bytes or row_stride with rows " + std::to_string(dma.rows()) +
+         "; a strided descriptor has rows >= 2");
+  }
+  // Extents in 128 bits: a malformed descriptor must not wrap around.
+  using Wide = unsigned __int128;
+  if (strided && (dma.row_bytes() == 0 || static_cast<Wide>(dma.rows()) * dma.row_bytes() != dma.bytes())) {
+    fail(where + " has " + std::to_string(dma.rows()) + " rows of " + std::to_string(dma.row_bytes()) +
+         " bytes, which is not its " + std::to_string(dma.bytes()) + " bytes");
+  }
+  const Wide end = static_cast<Wide>(dma.hbm_address()) +
+                   (strided ? static_cast<Wide>(dma.rows() - 1) * dma.row_stride() + dma.row_bytes() : dma.bytes());
+  const auto text = [](Wide value) {
+    return value > UINT64_MAX ? std::string("more than 2^64") : std::to_string(static_cast<uint64_t>(value));
+  };
+  const auto capacity = static_cast<Wide>(hw.hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0);
+  if (end > capacity) {
+    fail(where + " reaches HBM byte " + text(end) + ", past the " + text(capacity) + " bytes of HBM");
+  }
+  for (uint32_t id : load ? ins.reads() : ins.writes()) {
+    const program::Buffer& buffer = chip.buffers(static_cast<int>(id));
+    if (buffer.space() != program::HBM) continue;
+    if (dma.hbm_address() < buffer.offset() || end > static_cast<Wide>(buffer.offset()) + buffer.bytes()) {
+      fail(where + " covers HBM bytes [" + std::to_string(dma.hbm_address()) + ", " + text(end) + ") but its buffer " +
+           buffer.name() + " is [" + std::to_string(buffer.offset()) + ", " +
+           text(static_cast<Wide>(buffer.offset()) + buffer.bytes()) + ")");
+    }
+    return;
+  }
+}
+
 void checkInstruction(const program::Program& program, const program::ChipProgram& chip,
                       const program::Instruction& ins, uint32_t index, const config::HardwareConfig& hw) {
   const std::string where = "instruction " + std::to_string(index) + " (" + ins.name() + ")";
@@ -74,6 +116,7 @@ void checkInstruction(const program::Program& program, const program::ChipProgra
       if (ins.dma().bytes() > std::numeric_limits<uint32_t>::max()) {
         fail(where + " moves " + std::to_string(ins.dma().bytes()) + " bytes; one transfer is at most 4 GiB");
       }
+      checkDescriptor(chip, ins, where, hw);
       break;
     case program::ICI: {
       if (!ins.has_collective()) fail(where + " is on the interconnect but is not a collective");

@@ -13,7 +13,8 @@ uint32_t programDTypeBytes(program::DType dtype);
 
 // Throws Error naming the first problem: wrong format or version, ids out of
 // order, a dependency that is not on an earlier instruction (this also rules
-// out cycles), a unit, core or buffer that does not exist, an empty matmul.
+// out cycles), a unit, core or buffer that does not exist, an empty matmul, a
+// DMA descriptor that runs past its HBM buffer or past HBM.
 void validateProgram(const program::Program& program, const config::HardwareConfig& hw);
 
 }  // namespace tpusim

@@ -31,10 +31,13 @@ class BandwidthServer {
   }
 
   ChannelGrant request(uint64_t arrival_cycle, uint64_t bytes) {
+    return hold(arrival_cycle, busyCycles(bytes, m_timing));
+  }
+  // A transfer whose caller knows how long it holds the channel.
+  ChannelGrant hold(uint64_t arrival_cycle, uint64_t busy_cycles) {
     const uint64_t start = std::max(arrival_cycle, m_next_free_cycle);
-    const uint64_t busy = busyCycles(bytes, m_timing);
-    m_next_free_cycle = start + busy;
-    return ChannelGrant{start, busy, start + busy + m_timing.latency_cycles};
+    m_next_free_cycle = start + busy_cycles;
+    return ChannelGrant{start, busy_cycles, start + busy_cycles + m_timing.latency_cycles};
   }
 
   const ChannelTiming& timing() const { return m_timing; }

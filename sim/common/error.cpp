@@ -27,6 +27,7 @@ int exitCodeFor(ErrorKind kind) {
     case ErrorKind::kInvalidConfig: return 2;
     case ErrorKind::kUnsupported: return 4;
     case ErrorKind::kResource: return 5;
+    case ErrorKind::kNoDevice: return 6;
     case ErrorKind::kInternal: return 70;
   }
   return 70;
@@ -38,6 +39,7 @@ const char* errorKindName(ErrorKind kind) {
     case ErrorKind::kInvalidConfig: return "invalid configuration";
     case ErrorKind::kUnsupported: return "unsupported";
     case ErrorKind::kResource: return "does not fit";
+    case ErrorKind::kNoDevice: return "no device";
     case ErrorKind::kInternal: return "internal error";
   }
   return "internal error";

@@ -13,6 +13,7 @@ enum class ErrorKind {
   kInvalidConfig,  // a preset, parameter or option value that cannot be used
   kUnsupported,    // valid input that tpusim does not handle yet
   kResource,       // the workload does not fit the simulated machine
+  kNoDevice,       // the hardware a backend runs on is not present (no CUDA GPU)
   kInternal,       // a bug in tpusim
 };
 

@@ -35,18 +35,40 @@ void ExecUnit::run() {
     m_queue.read(instruction);
     if (instruction == nullptr) return;
     const uint64_t arrived = clock().now();
+    const uint64_t busy_before = busySoFar();
     while (!m_context.scoreboard->ready(instruction->id())) wait(m_context.scoreboard->retiredEvent());
     const uint64_t start = clock().now();
-    m_dependency_wait.add(start - arrived);
-    m_event = TimelineEvent{m_context.chip, instruction->id(), m_timeline_id, start, 0, start - arrived};
-    execute(*instruction);
-    const uint64_t end = clock().now();
-    m_busy.add(end - start);
-    m_instructions.add();
-    m_event.end_cycle = end;
-    m_context.timeline->record(m_event);
-    m_context.scoreboard->retire(instruction->id());
+    // Waiting while earlier instructions were in flight is busy time, not dependency wait.
+    m_dependency_wait.add(start - arrived - (busySoFar() - busy_before));
+    dispatch(*instruction, TimelineEvent{m_context.chip, instruction->id(), m_timeline_id, start, 0, start - arrived});
   }
+}
+
+void ExecUnit::dispatch(const program::Instruction& instruction, const TimelineEvent& event) {
+  m_event = event;
+  beginWork();
+  execute(instruction);
+  endWork();
+  retire(instruction, m_event);
+}
+
+void ExecUnit::beginWork() {
+  if (m_in_flight++ == 0) m_busy_since = clock().now();
+}
+
+void ExecUnit::endWork() {
+  if (--m_in_flight == 0) m_busy.add(clock().now() - m_busy_since);
+}
+
+uint64_t ExecUnit::busySoFar() const {
+  return m_busy.value() + (m_in_flight > 0 ? clock().now() - m_busy_since : 0);
+}
+
+void ExecUnit::retire(const program::Instruction& instruction, TimelineEvent event) {
+  m_instructions.add();
+  event.end_cycle = clock().now();
+  m_context.timeline->record(event);
+  m_context.scoreboard->retire(instruction.id());
 }
 
 }  // namespace tpusim

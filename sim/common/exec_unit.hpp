@@ -4,7 +4,10 @@
 // sequencer. It takes the head, waits until the scoreboard shows all of the
 // head's dependencies retired, runs it (`execute`, which advances simulated
 // time) and retires it. Units of one core run concurrently, so independent
-// work overlaps. Stats: busy, waiting-for-dependency (operands), idle and instruction counts,
+// work overlaps. A unit that keeps several instructions in flight (the DMA
+// engine) overrides `dispatch` and retires each with `retire`. Stats: busy
+// (cycles with at least one instruction in flight), waiting-for-dependency
+// (cycles the head waited with nothing in flight), idle and instruction counts,
 // and utilization = busy / total cycles of the run.
 #pragma once
 
@@ -45,6 +48,14 @@ class ExecUnit : public sc_core::sc_module {
  protected:
   // Runs one instruction whose dependencies have retired, advancing time.
   virtual void execute(const program::Instruction& instruction) = 0;
+  // Starts the head once its dependencies have retired; `event` holds its start. By default
+  // runs execute() and retires it; an override may return first and retire it later.
+  virtual void dispatch(const program::Instruction& instruction, const TimelineEvent& event);
+  // Brackets one instruction in flight, for the busy count.
+  void beginWork();
+  void endWork();
+  // Records `event` ending now and retires the instruction.
+  void retire(const program::Instruction& instruction, TimelineEvent event);
 
   const UnitContext& context() const { return m_context; }
   // The timeline event of the running instruction, for a unit to add its detail to.
@@ -53,6 +64,8 @@ class ExecUnit : public sc_core::sc_module {
 
  private:
   void run();
+  // Busy cycles so far, counting the open interval.
+  uint64_t busySoFar() const;
 
   UnitContext m_context;
   std::string m_prefix;
@@ -62,6 +75,8 @@ class ExecUnit : public sc_core::sc_module {
   Counter& m_dependency_wait;
   Counter& m_instructions;
   TimelineEvent m_event;
+  uint64_t m_in_flight = 0;
+  uint64_t m_busy_since = 0;
 };
 
 }  // namespace tpusim

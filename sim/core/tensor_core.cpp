@@ -18,7 +18,8 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_pre
   m_vpu = std::make_unique<VectorUnit>("vpu", stat_prefix + ".vpu", context, vpu_shape);
   for (int64_t i = 0; i < hw.dma().engines_per_core(); ++i) {
     const std::string unit = "dma" + std::to_string(i);
-    m_dma.push_back(std::make_unique<DmaEngine>(unit.c_str(), stat_prefix + "." + unit, context));
+    m_dma.push_back(std::make_unique<DmaEngine>(unit.c_str(), stat_prefix + "." + unit, context,
+                                                static_cast<uint64_t>(hw.dma().max_outstanding())));
   }
   SC_THREAD(sequence);
 }

@@ -69,6 +69,50 @@ TEST(ProgramCheck, MalformedInstructions) {
   EXPECT_NE(problemWith(bad_buffer.program()).find("reads unknown buffer 7"), std::string::npos);
 }
 
+TEST(ProgramCheck, DescriptorsStayInsideTheirBufferAndHbm) {
+  const auto problem = [](uint64_t address, uint64_t rows, uint64_t row_bytes, uint64_t stride, bool load) {
+    testing::ProgramBuilder b;
+    const uint32_t buffer = b.hbmBuffer(4096, 1024);  // bytes [4096, 5120)
+    b.dmaAt(address, rows, row_bytes, stride, load, {}, buffer);
+    return problemWith(b.program());
+  };
+  EXPECT_EQ(problem(4096, 1, 1024, 0, true), "");
+  EXPECT_EQ(problem(4096, 4, 64, 256, false), "");  // last row [4096 + 768, 4096 + 832)
+  EXPECT_EQ(problem(4096, 8, 64, 0, true), "");     // stride 0: one row read 8 times
+  EXPECT_EQ(problem(4160, 1, 1024, 0, true),
+            "instruction 0 (load0) covers HBM bytes [4160, 5184) but its buffer hbm0 is [4096, 5120)");
+  EXPECT_EQ(problem(4000, 1, 64, 0, false),
+            "instruction 0 (store0) covers HBM bytes [4000, 4064) but its buffer hbm0 is [4096, 5120)");
+  // 4 rows 320 apart: the last begins at 4096 + 3 x 320 = 5056 and ends at 5184.
+  EXPECT_EQ(problem(4096, 4, 128, 320, true),
+            "instruction 0 (load0) covers HBM bytes [4096, 5184) but its buffer hbm0 is [4096, 5120)");
+  // tpuv4 has 32 GiB = 34359738368 bytes.
+  testing::ProgramBuilder past;
+  past.dmaAt(34359738368 - 64, 1, 128, 0, true, {});
+  EXPECT_EQ(problemWith(past.program()),
+            "instruction 0 (load0) reaches HBM byte 34359738432, past the 34359738368 bytes of HBM");
+  testing::ProgramBuilder wrap;
+  wrap.dmaAt(UINT64_MAX - 8, 2, 64, UINT64_MAX / 2, true, {});
+  EXPECT_NE(problemWith(wrap.program()).find("reaches HBM byte more than 2^64"), std::string::npos);
+}
+
+TEST(ProgramCheck, MalformedDescriptors) {
+  testing::ProgramBuilder rows;
+  rows.dmaAt(0, 4, 64, 64, true, {});
+  rows.program().mutable_chips(0)->mutable_instructions(0)->mutable_dma()->set_bytes(200);
+  EXPECT_EQ(problemWith(rows.program()), "instruction 0 (load0) has 4 rows of 64 bytes, which is not its 200 bytes");
+  testing::ProgramBuilder single;
+  single.dmaAt(0, 1, 64, 0, true, {});
+  single.program().mutable_chips(0)->mutable_instructions(0)->mutable_dma()->set_row_stride(128);
+  EXPECT_EQ(problemWith(single.program()),
+            "instruction 0 (load0) sets row_bytes or row_stride with rows 0; a strided descriptor has rows >= 2");
+  testing::ProgramBuilder sides;
+  sides.dmaAt(0, 1, 64, 0, true, {});
+  sides.program().mutable_chips(0)->mutable_instructions(0)->mutable_dma()->set_dst(program::HBM);
+  EXPECT_EQ(problemWith(sides.program()),
+            "instruction 0 (load0) moves HBM to HBM; a DMA engine moves between HBM and another memory");
+}
+
 TEST(ProgramCheck, FormatAndVersion) {
   testing::ProgramBuilder b;
   b.program().set_schema_version(99);

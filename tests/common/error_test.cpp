@@ -16,7 +16,8 @@ TEST(Error, ContextIsPrependedAndMessageIsOneLine) {
 
 TEST(Error, EveryKindHasItsOwnNonZeroExitCode) {
   const std::vector<ErrorKind> kinds = {ErrorKind::kInvalidInput, ErrorKind::kInvalidConfig, ErrorKind::kUnsupported,
-                                        ErrorKind::kResource, ErrorKind::kInternal};
+                                        ErrorKind::kResource, ErrorKind::kNoDevice,
+                                        ErrorKind::kInternal};
   std::set<int> codes;
   for (ErrorKind kind : kinds) {
     EXPECT_NE(exitCodeFor(kind), 0);

@@ -424,3 +424,5 @@ def test_steps_fed_by_a_serial_host_starve_the_chip_and_a_parallel_one_recovers(
     assert serial["bottleneck"] == "host map" and serial["device_utilization"] < 0.5
     assert parallel["bottleneck"] == "device" and parallel["device_utilization"] > 0.95
     assert parallel["mxu_mac_utilization"] > 2 * serial["mxu_mac_utilization"]
+    assert serial["input_stall_cycles"] == round(serial["input_stall_s"] * 1050e6)  # tpuv4's clock
+    assert serial["input_stall_cycles"] > 0

@@ -41,11 +41,56 @@ TEST(Dma, TwoEnginesShareTheHbmBandwidth) {
   EXPECT_DOUBLE_EQ(result.stats->value("chip0.hbm.utilization"), 2000.0 / 2100.0);
 }
 
-TEST(Dma, BackToBackTransfersOnOneEngineEachPayLatency) {
+SimResult twoLoads(const char* outstanding, int loads = 2) {
+  HardwareParams hw = testHardware();
+  hw.set("dma.max_outstanding", outstanding);
   testing::ProgramBuilder b;
-  b.dma(100'000, true, {});  // 0 .. 100 + 100
-  b.dma(100'000, true, {});  // the engine is blocking: 200 .. 400
-  EXPECT_EQ(simulate(b.program(), testHardware()).total_cycles, 400u);
+  for (int i = 0; i < loads; ++i) b.dma(100'000, true, {});  // 100 bus cycles + 100 latency each
+  return simulate(b.program(), hw);
+}
+
+TEST(Dma, WithOneOutstandingBackToBackTransfersEachPayLatency) {
+  // First 0 .. 100 on the bus, done at 200; the second issues when the first retires: 200 .. 300, done 400.
+  const SimResult result = twoLoads("1");
+  EXPECT_EQ(result.total_cycles, 400u);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.busy_cycles"), 400);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.peak_in_flight"), 1);
+}
+
+TEST(Dma, WithTwoOutstandingTheSecondTransferHidesTheFirstsLatency) {
+  // Both issue at 0: the first holds the bus 0 .. 100 (done 200), the second 100 .. 200 (done 300).
+  const SimResult result = twoLoads("2");
+  EXPECT_EQ(result.total_cycles, 300u);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.busy_cycles"), 300);  // cycles with one in flight or more
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.peak_in_flight"), 2);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.bytes"), 200'000);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.instructions"), 2);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.hbm.busy_cycles"), 200);
+}
+
+TEST(Dma, AThirdTransferWaitsForAFreeSlot) {
+  // Two outstanding: the third issues when the first retires at 200, holds the bus
+  // 200 .. 300 and is done at 400.
+  EXPECT_EQ(twoLoads("2", 3).total_cycles, 400u);
+  // Three outstanding: all issue at 0; the bus is busy 0 .. 300 and the last is done at 400 too,
+  // since the one channel serves them in turn.
+  EXPECT_EQ(twoLoads("3", 3).total_cycles, 400u);
+  EXPECT_EQ(twoLoads("1", 3).total_cycles, 600u);
+}
+
+TEST(Dma, DependencyWaitCountsOnlyCyclesWithNothingInFlight) {
+  HardwareParams hw = testHardware();
+  hw.set("dma.max_outstanding", "2");
+  testing::ProgramBuilder b;
+  b.dma(100'000, true, {});                    // 0 .. 200
+  const uint32_t vec = b.vector(1024, 1, {});  // 2 latency + ceil(1024 / 1024) = 3 cycles: 0 .. 3
+  b.dma(100'000, true, {vec});                 // issues at 3: bus 100 .. 200, done 300
+  const SimResult result = simulate(b.program(), hw);
+  EXPECT_EQ(result.total_cycles, 300u);
+  // The second load waited 0 .. 3 for the vector op while the first was in flight: busy, not waiting.
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.dependency_wait_cycles"), 0);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.busy_cycles"), 300);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.dma0.idle_cycles"), 0);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Builds small hand-written Programs for simulator tests.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 
@@ -61,6 +62,33 @@ class ProgramBuilder {
     m_program.set_replicas(replicas);
     m_program.set_topology_kind(kind);
     m_program.set_topology_shape(shape);
+  }
+  // An HBM buffer of `bytes` at byte address `offset`.
+  uint32_t hbmBuffer(uint64_t offset, uint64_t bytes) {
+    program::Buffer* buffer = m_chip->add_buffers();
+    buffer->set_id(static_cast<uint32_t>(m_chip->buffers_size() - 1));
+    buffer->set_name("hbm" + std::to_string(buffer->id()));
+    buffer->set_space(program::HBM);
+    buffer->set_bytes(bytes);
+    buffer->set_offset(offset);
+    return buffer->id();
+  }
+  // A DMA of `rows` x `row_bytes` at HBM `address`, `row_stride` apart (rows 1: contiguous),
+  // in HBM buffer `buffer` (or none, UINT32_MAX).
+  uint32_t dmaAt(uint64_t address, uint64_t rows, uint64_t row_bytes, uint64_t row_stride, bool load,
+                 std::initializer_list<uint32_t> deps, uint32_t buffer = UINT32_MAX, uint32_t core = 0,
+                 uint32_t engine = 0) {
+    const uint32_t id = dma(rows * row_bytes, load, deps, core, engine);
+    program::Instruction& ins = *m_chip->mutable_instructions(static_cast<int>(id));
+    program::DmaTransfer& transfer = *ins.mutable_dma();
+    transfer.set_hbm_address(address);
+    if (rows > 1) {
+      transfer.set_rows(rows);
+      transfer.set_row_bytes(row_bytes);
+      transfer.set_row_stride(row_stride);
+    }
+    if (buffer != UINT32_MAX) (load ? ins.add_reads(buffer) : ins.add_writes(buffer));
+    return id;
   }
 
   program::Program& program() { return m_program; }

@@ -84,6 +84,16 @@ DramAddress AddressMap::decode(uint64_t address) const {
   return where;
 }
 
+uint64_t AddressMap::interleaveBytes() const {
+  uint64_t bytes = m_burst_bytes;
+  for (size_t i = 0; i < kAddressFields; ++i) {
+    const AddressField field = m_lsb_first[i];
+    if (field == AddressField::kColumn || field == AddressField::kBank || field == AddressField::kRow) break;
+    bytes *= m_radix[i];
+  }
+  return bytes;
+}
+
 uint64_t AddressMap::encode(const DramAddress& where) const {
   DramAddress copy = where;
   uint64_t value = 0;

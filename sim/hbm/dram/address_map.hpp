@@ -34,6 +34,9 @@ class AddressMap {
   DramAddress decode(uint64_t address) const;
   // The inverse of decode for an in-range address (aligned to the burst).
   uint64_t encode(const DramAddress& where) const;
+  // Bytes an address walks before its column, bank or row changes: the span of
+  // the fields below all three (8 KiB for ro_ba_co_bg_ch_pc on one HBM2 stack).
+  uint64_t interleaveBytes() const;
 
  private:
   std::array<AddressField, kAddressFields> m_lsb_first{};  // fields from least significant up

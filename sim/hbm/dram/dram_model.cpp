@@ -30,32 +30,38 @@ void splitIntoBursts(const DramRequest& request, uint64_t burst_bytes, std::vect
   }
 }
 
-DramModel::DramModel(const DramConfig& config, StatsRegistry& stats, const std::string& prefix)
-    : m_config((checkDramConfig(config), config)),
-      m_map(config),
-      m_burst_bytes(burstBytes(config)),
-      m_capacity(capacityBytes(config)) {
+DramCounters registerDramCounters(StatsRegistry& stats, const std::string& prefix) {
   auto counter = [&](const char* name, const char* unit, const char* doc) {
     return &stats.counter(prefix + "." + name, unit, doc);
   };
-  m_counters.reads = counter("reads", "count", "RD bursts issued");
-  m_counters.writes = counter("writes", "count", "WR bursts issued");
-  m_counters.activates = counter("activates", "count", "ACT commands issued");
-  m_counters.precharges = counter("precharges", "count", "precharges, explicit PRE or auto-precharge");
-  m_counters.refreshes = counter("refreshes", "count", "all-bank REF commands, summed over pseudo-channels");
-  m_counters.row_hits = counter("row_hits", "count", "bursts served from a row already open");
-  m_counters.row_misses = counter("row_misses", "count", "bursts that needed an ACT to a closed bank");
-  m_counters.row_conflicts = counter("row_conflicts", "count", "bursts that needed a PRE of another row first");
-  m_counters.bytes = counter("bytes", "B", "bytes read and written");
-  m_counters.bus_busy_cycles =
+  DramCounters k;
+  k.reads = counter("reads", "count", "RD bursts issued");
+  k.writes = counter("writes", "count", "WR bursts issued");
+  k.activates = counter("activates", "count", "ACT commands issued");
+  k.precharges = counter("precharges", "count", "precharges, explicit PRE or auto-precharge");
+  k.refreshes = counter("refreshes", "count", "all-bank REF commands, summed over pseudo-channels");
+  k.row_hits = counter("row_hits", "count", "bursts served from a row already open");
+  k.row_misses = counter("row_misses", "count", "bursts that needed an ACT to a closed bank");
+  k.row_conflicts = counter("row_conflicts", "count", "bursts that needed a PRE of another row first");
+  k.bytes = counter("bytes", "B", "bytes read and written");
+  k.bus_busy_cycles =
       counter("data_bus_busy_cycles", "cycles", "cycles a data bus carried a burst, summed over pseudo-channels");
-  m_cycles = counter("cycles", "cycles", "DRAM clock cycles simulated");
-  const DramCounters k = m_counters;
-  const Counter* cycles = m_cycles;
   stats.formula(prefix + ".row_hit_rate", "fraction", "row hits / bursts", [k] {
     const uint64_t all = k.row_hits->value() + k.row_misses->value() + k.row_conflicts->value();
     return all == 0 ? 0.0 : static_cast<double>(k.row_hits->value()) / static_cast<double>(all);
   });
+  return k;
+}
+
+DramModel::DramModel(const DramConfig& config, StatsRegistry& stats, const std::string& prefix)
+    : m_config((checkDramConfig(config), config)),
+      m_map(config),
+      m_burst_bytes(burstBytes(config)),
+      m_capacity(capacityBytes(config)),
+      m_counters(registerDramCounters(stats, prefix)) {
+  m_cycles = &stats.counter(prefix + ".cycles", "cycles", "DRAM clock cycles simulated");
+  const DramCounters k = m_counters;
+  const Counter* cycles = m_cycles;
   const double channels = static_cast<double>(pseudoChannelCount(config));
   stats.formula(prefix + ".bandwidth_utilization", "fraction",
                 "data-bus busy cycles / (cycles x pseudo-channels): the fraction of peak bandwidth used",
@@ -116,6 +122,11 @@ std::span<const DramCompletion> DramModel::advanceTo(uint64_t cycle) {
   m_cycles->add(cycle - m_now);
   m_now = cycle;
   return m_finished;
+}
+
+uint64_t DramModel::nextCompletionBound() const {
+  const uint64_t shortest = m_now + std::min(m_config.timing.tCL, m_config.timing.tCWL) + burstCycles(m_config);
+  return m_in_flight.empty() ? shortest : std::min(shortest, m_in_flight.front().done_cycle);
 }
 
 size_t DramModel::footprintBytes() const {

@@ -32,6 +32,11 @@ struct DramRequest {
 // the request's kind, arrival and id.
 void splitIntoBursts(const DramRequest& request, uint64_t burst_bytes, std::vector<DramRequest>& out);
 
+// Registers the command and row counters under prefix (reads, writes, activates,
+// precharges, refreshes, row_hits, row_misses, row_conflicts, bytes,
+// data_bus_busy_cycles) and the formula row_hit_rate.
+DramCounters registerDramCounters(StatsRegistry& stats, const std::string& prefix);
+
 class DramModel {
  public:
   // Checks the config (checkDramConfig) and registers the stats under prefix.
@@ -51,6 +56,11 @@ class DramModel {
   void setCommandLog(std::vector<DramCommandRecord>* log);
 
   uint64_t now() const { return m_now; }
+  // No request completes before this cycle (always after now()): the earliest
+  // in flight, or a request issued at now() at its shortest (tCL or tCWL, plus
+  // its burst). An advanceTo up to it returns nothing, whatever arrives meanwhile.
+  uint64_t nextCompletionBound() const;
+  const DramCounters& counters() const { return m_counters; }
   size_t queued() const { return m_queued; }
   size_t peakQueued() const { return m_peak_queued; }
   // Bytes the model holds, an estimate: itself, its pseudo-channels with their

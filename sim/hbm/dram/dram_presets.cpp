@@ -10,6 +10,9 @@
 // from a speed-bin table. They are converted with cyclesOf (rounded up).
 #include "sim/hbm/dram/dram_presets.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -26,7 +29,9 @@ DramTiming timingOf(const CoreNs& ns, double mhz, uint64_t burst) {
   t.tRCD = cyclesOf(ns.rcd, mhz);
   t.tRP = cyclesOf(ns.rp, mhz);
   t.tRAS = cyclesOf(ns.ras, mhz);
-  t.tRC = cyclesOf(ns.rc, mhz);
+  // A bank cycle is at least an activation and a precharge, which separate
+  // rounding up can break (at 1800 MHz: 60 + 26 > ceil(47 ns) = 85).
+  t.tRC = std::max(cyclesOf(ns.rc, mhz), t.tRAS + t.tRP);
   t.tCL = cyclesOf(ns.cl, mhz);
   t.tWR = cyclesOf(ns.wr, mhz);
   t.tRTP = cyclesOf(ns.rtp, mhz);
@@ -73,10 +78,14 @@ void setTurnaround(DramTiming& t, uint64_t burst, uint64_t cwl, uint64_t wtr_s, 
 }  // namespace
 
 DramConfig hbm2Config() {
+  return hbm2ConfigAt(2.0);
+}
+
+DramConfig hbm2ConfigAt(double pin_gbps) {
   // 2.0 Gb/s per pin: 1000 MHz. 8 channels of 128 bits = 16 pseudo-channels of
   // 64 bits, BL4 = 32 B per burst in 2 cycles. 4 GiB / 16 pseudo-channels / 16 banks
   // / 1 KiB = 16384 rows.
-  DramConfig c = pseudoChannelMode("hbm2", 1000, 8, 64, 4, 16384);
+  DramConfig c = pseudoChannelMode("hbm2", pin_gbps * 500, 8, 64, 4, 16384);
   // tRCD = tRP = 14 ns, tRAS = 33 ns, tRC = 47 ns, RL = 14 ns (typical HBM2
   // datasheet values, assumed); tWR 15 ns and tRTP 5 ns (typical, assumed);
   // tFAW 30 ns (typical, assumed); tRFC 260 ns for a 4 Gb channel and tREFI
@@ -88,9 +97,13 @@ DramConfig hbm2Config() {
 }
 
 DramConfig hbm2eConfig() {
+  return hbm2eConfigAt(3.2);
+}
+
+DramConfig hbm2eConfigAt(double pin_gbps) {
   // 3.2 Gb/s per pin: 1600 MHz. Same organisation as HBM2 with 16 Gb dies:
   // 8 GiB / 16 / 16 / 1 KiB = 32768 rows.
-  DramConfig c = pseudoChannelMode("hbm2e", 1600, 8, 64, 4, 32768);
+  DramConfig c = pseudoChannelMode("hbm2e", pin_gbps * 500, 8, 64, 4, 32768);
   // Array timings as HBM2 (typical, assumed); tRFC 350 ns for an 8 Gb channel
   // (JESD235 refresh table, assumed for this density).
   c.timing = timingOf({14, 14, 33, 47, 14, 15, 5, 30, 350, 3900}, c.clock_mhz, burstCycles(c));
@@ -100,10 +113,14 @@ DramConfig hbm2eConfig() {
 }
 
 DramConfig hbm3Config() {
+  return hbm3ConfigAt(6.4);
+}
+
+DramConfig hbm3ConfigAt(double pin_gbps) {
   // 6.4 Gb/s per pin: the data edges of a 3200 MHz clock. 16 channels of 64 bits
   // = 32 pseudo-channels of 32 bits (JESD238), BL8 = 32 B per burst in 4 cycles.
   // 16 GiB / 32 / 16 banks / 1 KiB = 32768 rows.
-  DramConfig c = pseudoChannelMode("hbm3", 3200, 16, 32, 8, 32768);
+  DramConfig c = pseudoChannelMode("hbm3", pin_gbps * 500, 16, 32, 8, 32768);
   // tRCD = tRP = 14 ns, tRAS = 33 ns, tRC = 47 ns, RL = 15 ns, tWR 15 ns,
   // tRTP 5 ns, tFAW 16 ns (typical, assumed); tRFC 350 ns and tREFI 3.9 us
   // (typical all-bank values, assumed).
@@ -113,10 +130,13 @@ DramConfig hbm3Config() {
   return c;
 }
 
-DramConfig dramPreset(const std::string& name) {
-  if (name == "hbm2") return hbm2Config();
-  if (name == "hbm2e") return hbm2eConfig();
-  if (name == "hbm3") return hbm3Config();
+DramConfig dramPreset(const std::string& name, double pin_gbps) {
+  if (!(pin_gbps >= 0) || !std::isfinite(pin_gbps)) {
+    throw Error(ErrorKind::kInvalidConfig, "DRAM pin rate " + std::to_string(pin_gbps) + " Gb/s must be positive");
+  }
+  if (name == "hbm2") return pin_gbps > 0 ? hbm2ConfigAt(pin_gbps) : hbm2Config();
+  if (name == "hbm2e") return pin_gbps > 0 ? hbm2eConfigAt(pin_gbps) : hbm2eConfig();
+  if (name == "hbm3") return pin_gbps > 0 ? hbm3ConfigAt(pin_gbps) : hbm3Config();
   throw Error(ErrorKind::kInvalidConfig, "unknown DRAM preset '" + name + "' (choose hbm2, hbm2e or hbm3)");
 }
 

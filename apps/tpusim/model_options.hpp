@@ -1,0 +1,37 @@
+// The options every model command takes (run, compile, reference): the model,
+// the preset, mode, batch, --set overrides and the training options.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+#include "api/session.hpp"
+
+namespace tpusim::cli {
+
+inline constexpr int64_t kBatchUnset = std::numeric_limits<int64_t>::min();
+
+struct ModelOptions {
+  std::string model;
+  std::string hw = "tpuv4";
+  std::string mode;
+  int64_t batch = kBatchUnset;
+  std::vector<std::string> sets;
+  std::string log_level = "warn";
+  std::string topology;
+  RunRequest training;  // the training fields only
+};
+
+boost::program_options::options_description modelOptions(ModelOptions& o);
+
+// Parses `args`; returns false (after printing help) when --help was asked for.
+bool parse(const std::vector<std::string>& args, boost::program_options::options_description& desc,
+           const std::string& usage, bool wants_model, std::string* model);
+
+RunRequest toRequest(const ModelOptions& o);
+
+}  // namespace tpusim::cli

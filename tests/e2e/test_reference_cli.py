@@ -1,0 +1,82 @@
+"""`tpusim reference`: one step run for real on a reference backend, timed per op."""
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import pytest
+
+TRACES = pathlib.Path(__file__).resolve().parents[2] / "traces"
+MLP = str(TRACES / "mlp.onnx")
+
+
+def cli(tpusim_bin, *args):
+    return subprocess.run([tpusim_bin, *args], capture_output=True, text=True, timeout=120)
+
+
+def reference(tpusim_bin, out, *args):
+    result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--out", str(out), "--repeats", "3", *args)
+    assert result.returncode == 0, result.stderr
+    return json.loads((out / "report.json").read_text())
+
+
+def outputs(out, section):
+    return {e["name"]: np.load(out / e["file"]) for e in section}
+
+
+def test_cpu_reference_report_has_a_timed_row_per_op(tpusim_bin, tmp_path):
+    report = reference(tpusim_bin, tmp_path)
+    assert report["kind"] == "reference" and report["backend"] == "cpu" and report["model"] == "mlp.onnx"
+    assert report["timing"]["warmup"] == 1 and report["timing"]["repeats"] == 3
+    ops = report["per_op"]
+    assert ops[0]["op"] == "/0/Gemm" and all(op["time_s"] > 0 for op in ops)
+    assert report["step_time_s"] == sum(op["time_s"] for op in ops)
+    assert report["peak_memory_bytes"] > 784 * 8 * 4  # at least the f32 image batch
+    # The simulator's per-op rows use the same op names.
+    sim = tmp_path / "sim"
+    run = cli(tpusim_bin, "run", MLP, "--batch", "8", "--out", str(sim), "--no-instructions")
+    assert run.returncode == 0, run.stderr
+    sim_ops = {op["op"] for op in json.loads((sim / "report.json").read_text())["per_op"]}
+    assert "/0/Gemm" in sim_ops and len(sim_ops & {op["op"] for op in ops}) >= len(sim_ops) // 2
+
+
+def test_mxu_numerics_equal_the_functional_run_bit_for_bit(tpusim_bin, tmp_path):
+    """Same inputs (seed), same rounding and summation order: the same bits."""
+    sim = tmp_path / "sim"
+    run = cli(tpusim_bin, "run", MLP, "--batch", "8", "--out", str(sim), "--functional", "--seed", "3")
+    assert run.returncode == 0, run.stderr
+    functional = outputs(sim, json.loads((sim / "report.json").read_text())["functional"]["outputs"])
+    ref = outputs(tmp_path / "ref", reference(tpusim_bin, tmp_path / "ref", "--numerics", "mxu", "--seed", "3")["outputs"])
+    assert functional.keys() == ref.keys()
+    for name, value in functional.items():
+        assert np.array_equal(value, ref[name]), name
+
+
+def test_plain_f32_reference_is_within_one_bf16_pass(tpusim_bin, tmp_path):
+    """The f32 kernels against the MXU's one bf16 pass: normwise error under 2e-2 (bf16's 2^-8 unit
+    roundoff times the few hundred terms' growth seen in test_functional), and not exact."""
+    mxu = outputs(tmp_path / "m", reference(tpusim_bin, tmp_path / "m", "--numerics", "mxu")["outputs"])
+    f32 = outputs(tmp_path / "f", reference(tpusim_bin, tmp_path / "f")["outputs"])
+    for name in ("logits", "0.weight:updated"):
+        error = float(np.abs(mxu[name].astype(np.float64) - f32[name]).max() / np.abs(f32[name]).max())
+        assert 1e-6 < error < 2e-2, (name, error)
+
+
+def test_bad_reference_requests_fail_with_one_line(tpusim_bin, tmp_path):
+    cases = [(["--backend", "tpu"], 2, "unknown backend 'tpu'"), (["--numerics", "fast"], 2, "unknown numerics"),
+             (["--repeats", "0"], 2, "--repeats must be >= 1"), (["--warmup", "-1"], 2, "--warmup must be >= 0")]
+    for args, code, text in cases:
+        result = cli(tpusim_bin, "reference", MLP, "--out", str(tmp_path), *args)
+        assert result.returncode == code and text in result.stderr, (args, result.stderr)
+        assert result.stderr.count("\n") == 1
+    missing = cli(tpusim_bin, "reference", str(tmp_path / "none.onnx"), "--out", str(tmp_path))
+    assert missing.returncode == 3 and "does not exist" in missing.stderr
+
+
+def test_cuda_backend_without_a_gpu_exits_6(tpusim_bin, tmp_path):
+    result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--backend", "cuda", "--out", str(tmp_path))
+    if result.returncode == 4 and "found" in result.stderr:
+        pytest.skip("a CUDA device is present: " + result.stderr.strip())
+    assert result.returncode in (4, 6), result.stderr
+    expected = "no CUDA device found" if result.returncode == 6 else "built without CUDA"
+    assert expected in result.stderr and result.stderr.count("\n") == 1
