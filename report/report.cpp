@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/interconnect_section.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -18,6 +19,7 @@ const char* unitKindName(program::Unit unit) {
     case program::MXU: return "mxu";
     case program::VPU: return "vpu";
     case program::DMA: return "dma";
+    case program::ICI: return "ici";
     default: return "?";
   }
 }
@@ -342,6 +344,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   const PerOp per_op = perOpEntries(chip, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
+  if (result.ici) report["interconnect"] = interconnectEntry(program, result);
 
   report["stats"] = statsEntries(*result.stats);
   return report;
@@ -462,6 +465,21 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     }
   }
   appendMxuSummary(report, out);
+  if (report.contains("interconnect")) {
+    const auto& ici = report["interconnect"];
+    std::snprintf(line, sizeof(line),
+                  "ICI          %s %s, %llu replicas (global batch %llu): %llu collectives of %.3f MiB, in flight %llu "
+                  "cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
+                  ici["topology"].get<std::string>().c_str(), ici["shape"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(ici["replicas"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["global_batch"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["collective_count"].get<uint64_t>()),
+                  static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),
+                  static_cast<unsigned long long>(ici["communication_cycles"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["exposed_communication_cycles"].get<uint64_t>()),
+                  100.0 * ici["mean_link_utilization"].get<double>(), 100.0 * ici["max_link_utilization"].get<double>());
+    out << line;
+  }
   if (report.contains("host")) {
     const auto& h = report["host"];
     std::snprintf(line, sizeof(line),

@@ -160,11 +160,13 @@ void Lowerer::run() {
       }
     }
     try {
+      emitPendingReductions(&op, members);
       lowerOp(op, members);
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
   }
+  emitPendingReductions(nullptr, {});
   program::MemoryPlanSummary* memory = m_chip.mutable_memory();
   memory->set_peak_bytes(m_plan.peak_bytes + m_scratch_bytes);
   memory->set_live_peak_bytes(m_plan.live_peak_bytes);

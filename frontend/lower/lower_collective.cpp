@@ -7,8 +7,13 @@
 // memory plan put there before). How many elements this chip adds comes from the
 // algorithm's closed form (sim/interconnect/collectives.hpp, allReduceReducedBytes):
 // the same count the network's decomposition gives. The adds are charged after the
-// collective, one ALU operation per element; the data path of the reduction through
-// HBM and VMEM is not modelled (the collective's transfers are the interconnect's).
+// collective, one ALU operation per element, emitted just before the first op that
+// reads the reduced tensor: the VPU runs its queue in order, so adds emitted with the
+// collective would hold up the rest of the backward pass until the collective ended.
+// The data path of the reduction through HBM and VMEM is not modelled (the
+// collective's transfers are the interconnect's).
+#include <algorithm>
+
 #include "frontend/lower/lowerer.hpp"
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
@@ -37,7 +42,6 @@ void Lowerer::lowerCollective(const ir::Op& op) {
                                                " replicas needs an ICI slice of as many chips (--topology)");
   }
   const ir::Tensor& in = m_graph.tensor(op.inputs[0]);
-  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const uint64_t bytes = in.bytes();
   const AllReduceAlgorithm algorithm = allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm());
 
@@ -64,23 +68,44 @@ void Lowerer::lowerCollective(const ir::Op& op) {
 
   // This chip is replica 0; by symmetry every replica adds as much (uneven chunks aside).
   const uint64_t elements = allReduceReducedBytes(*m_topology, bytes, algorithm, 0) / dtypeBytes(in.dtype);
-  std::vector<Access> writers;
-  const uint64_t cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
-  uint32_t core = 0;
-  for (const Span part : splitEvenly({0, elements}, cores)) {
-    if (part.size() == 0) continue;
-    const uint32_t add =
-        vectorInstruction(op, "reduce", core, program::ELEMENTWISE, part.size(), 1, out.dtype, {hbmOf(op.inputs[0])},
-                          hbmOf(op.outputs[0]), part.size() * dtypeBytes(out.dtype), {collective_id});
-    writers.push_back({whole(op.outputs[0]), add});
-    ++core;
-  }
-  if (writers.empty()) writers.push_back({whole(op.outputs[0]), collective_id});
-  finish(op, std::move(writers));
+  // Until the adds are emitted, a reader of the output waits for the collective.
+  finish(op, {{whole(op.outputs[0]), collective_id}});
+  m_pending_reductions.push_back({&op, collective_id, elements});
   recordLowering(op, std::string("all_reduce ") + allReduceAlgorithmName(algorithm) + " over " +
                          std::to_string(op.replicas) + " replicas, " + std::to_string(elements) +
                          " elements added per chip",
                  1, 0);
+}
+
+void Lowerer::emitPendingReductions(const ir::Op* reader, const std::vector<const ir::Op*>& fused) {
+  const auto reads = [&](const ir::Op& op, int tensor) {
+    return std::find(op.inputs.begin(), op.inputs.end(), tensor) != op.inputs.end();
+  };
+  std::vector<PendingReduction> kept;
+  for (const PendingReduction& pending : m_pending_reductions) {
+    const int out_tensor = pending.op->outputs[0];
+    bool needed = reader == nullptr || reads(*reader, out_tensor);
+    for (const ir::Op* member : fused) needed = needed || reads(*member, out_tensor);
+    if (!needed) {
+      kept.push_back(pending);
+      continue;
+    }
+    const ir::Op& op = *pending.op;
+    const ir::Tensor& out = m_graph.tensor(out_tensor);
+    std::vector<Access> writers;
+    const uint64_t cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
+    uint32_t core = 0;
+    for (const Span part : splitEvenly({0, pending.elements}, cores)) {
+      if (part.size() == 0) continue;
+      const uint32_t add = vectorInstruction(op, "reduce", core, program::ELEMENTWISE, part.size(), 1, out.dtype,
+                                             {hbmOf(op.inputs[0])}, hbmOf(out_tensor),
+                                             part.size() * dtypeBytes(out.dtype), {pending.collective});
+      writers.push_back({whole(out_tensor), add});
+      ++core;
+    }
+    if (!writers.empty()) finish(op, std::move(writers));
+  }
+  m_pending_reductions = std::move(kept);
 }
 
 }  // namespace tpusim::lowering

@@ -180,6 +180,16 @@ class Lowerer {
 
   // ---- lower_collective.cpp: collectives across replicas, on the ICI
   void lowerCollective(const ir::Op& op);
+  // The adds of the collectives whose output `op` (or a fused member) reads, or of all
+  // pending ones: emitted just before their first reader, not with the collective, so
+  // that they do not hold the in-order VPU queue while the backward pass could run.
+  void emitPendingReductions(const ir::Op* op, const std::vector<const ir::Op*>& fused);
+  struct PendingReduction {
+    const ir::Op* op;
+    uint32_t collective;  // the ICI instruction
+    uint64_t elements;    // this chip adds
+  };
+  std::vector<PendingReduction> m_pending_reductions;
 
   // ---- lower_vector.cpp
   void lowerVector(const ir::Op& op);

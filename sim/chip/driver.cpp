@@ -44,7 +44,7 @@ void checkLinks(const Topology& topology, const config::HardwareConfig& hw) {
 
 // The network of all replicas: per-link counters, totals, and what the pod did.
 void registerPodStats(const Pod& pod, StatsRegistry& stats) {
-  pod.network().registerStats(stats, "ici");
+  pod.network().registerTotals(stats, "ici");
   stats.counter("ici.collectives", "count", "collectives run over every replica (one per chip-0 ICI instruction)")
       .add(pod.collectives());
   stats.counter("ici.collective_ps", "ps", "sum over collectives of launch to last byte, in ps")
@@ -53,6 +53,14 @@ void registerPodStats(const Pod& pod, StatsRegistry& stats) {
       .add(static_cast<uint64_t>(pod.network().topology().numChips()));
   stats.counter("ici.model_bytes", "bytes", "memory the network model held at the end (transfers, events, links)")
       .add(pod.network().memoryBytes());
+}
+
+IciResult iciResultOf(const Network& network) {
+  const Topology& topology = network.topology();
+  IciResult ici{topology, network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
+                network.makespan()};
+  for (LinkId link = 0; link < topology.numLinkSlots(); ++link) ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+  return ici;
 }
 
 }  // namespace
@@ -97,7 +105,10 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
       const Scoreboard& scoreboard = pod.chip().scoreboard();
       completed = scoreboard.retiredCount() == scoreboard.size();
       total_cycles.add(clock.cyclesAt(sc_core::sc_time_stamp()));
-      if (topology.numChips() > 1) registerPodStats(pod, *result.stats);
+      if (topology.numChips() > 1) {
+        registerPodStats(pod, *result.stats);
+        result.ici = iciResultOf(pod.network());
+      }
     }
     if (!completed) throw Error(ErrorKind::kInternal, "simulation ended before every instruction retired");
   }

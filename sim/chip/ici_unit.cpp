@@ -1,5 +1,7 @@
 #include "sim/chip/ici_unit.hpp"
 
+#include <algorithm>
+
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -15,7 +17,7 @@ IciUnit::IciUnit(sc_core::sc_module_name name, const std::string& stat_prefix, c
                                     "cycles with at least one collective in flight")),
       m_dependency_wait(
           context.stats->counter(stat_prefix + ".dependency_wait_cycles", "cycles",
-                                 "cycles the head instruction waited for the instructions it depends on")),
+                                 "cycles the head collective waited for its dependencies with none in flight")),
       m_instructions(context.stats->counter(stat_prefix + ".instructions", "count", "collectives retired")),
       m_bytes(context.stats->counter(stat_prefix + ".bytes", "B", "bytes of each replica's buffer, summed over collectives")) {
   const Counter* busy = &m_busy;
@@ -43,8 +45,11 @@ void IciUnit::run() {
     const uint64_t arrived = clock.now();
     while (!m_context.scoreboard->ready(instruction->id())) wait(m_context.scoreboard->retiredEvent());
     const uint64_t start = clock.now();
-    m_dependency_wait.add(start - arrived);
-    if (m_in_flight.empty()) m_busy_since = start;
+    // Only the wait with nothing in flight: collectives in flight only finish meanwhile.
+    if (m_in_flight.empty()) {
+      m_dependency_wait.add(start - std::max(arrived, m_idle_since));
+      m_busy_since = start;
+    }
     m_in_flight[instruction->id()] =
         TimelineEvent{m_context.chip, instruction->id(), m_timeline_id, start, 0, start - arrived};
     m_network.launch(*instruction, *this);
@@ -58,7 +63,10 @@ void IciUnit::complete(const program::Instruction& instruction) {
   TimelineEvent event = found->second;
   m_in_flight.erase(found);
   event.end_cycle = end;
-  if (m_in_flight.empty()) m_busy.add(end - m_busy_since);
+  if (m_in_flight.empty()) {
+    m_busy.add(end - m_busy_since);
+    m_idle_since = end;
+  }
   m_instructions.add();
   m_bytes.add(instruction.collective().bytes());
   m_context.timeline->record(event);

@@ -6,8 +6,9 @@
 // to finish before starting the next (XLA's asynchronous all-reduce start/done):
 // several can be in flight and contend for the same links. A collective retires
 // when its last byte has arrived, rounded up to the chip's clock. Stats: busy
-// cycles (at least one collective in flight), dependency wait, instructions,
-// bytes, utilization and idle cycles, named like the other units'.
+// cycles (at least one collective in flight), dependency wait (the head waiting
+// with none in flight, so busy + wait + idle = total), instructions, bytes,
+// utilization and idle cycles, named like the other units'.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,7 @@ class IciUnit : public sc_core::sc_module {
   sc_core::sc_fifo<const program::Instruction*> m_queue;
   std::map<uint32_t, TimelineEvent> m_in_flight;  // by instruction id
   uint64_t m_busy_since = 0;
+  uint64_t m_idle_since = 0;  // when the last collective in flight finished
   Counter& m_busy;
   Counter& m_dependency_wait;
   Counter& m_instructions;

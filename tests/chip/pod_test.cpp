@@ -48,9 +48,12 @@ TEST(PodCollectives, TorusAllReduceOnAnUncontendedTorusMatchesTheClosedForm) {
   EXPECT_DOUBLE_EQ(result.stats->value("chip0.ici.bytes"), 4.0 * kMiB);
   // Each directed x link carries (p - 1) chunks of n / 2p each way round, twice (reduce-scatter and
   // all-gather): 2 x 3 x 4 MiB / 8 = 3 MiB; y and z lines carry the same on 1/4 and 1/16 of it.
-  EXPECT_DOUBLE_EQ(result.stats->value("ici.chip0.x+.bytes"), 3.0 * kMiB);
-  EXPECT_DOUBLE_EQ(result.stats->value("ici.chip0.y-.bytes"), 0.75 * kMiB);
-  EXPECT_DOUBLE_EQ(result.stats->value("ici.chip0.z+.bytes"), 0.1875 * kMiB);
+  ASSERT_TRUE(result.ici);
+  EXPECT_EQ(result.ici->links[Topology::linkId(0, 0, +1)].bytes, 3 * kMiB);
+  EXPECT_EQ(result.ici->links[Topology::linkId(0, 1, -1)].bytes, 3 * kMiB / 4);
+  EXPECT_EQ(result.ici->links[Topology::linkId(63, 2, +1)].bytes, 3 * kMiB / 16);
+  // Over all 384 directed links: 64 x 2 x (3 + 3/4 + 3/16) MiB.
+  EXPECT_DOUBLE_EQ(result.stats->value("ici.bytes"), 64.0 * 2 * (2 * 3 * (4.0 * kMiB / 8)) * (1 + 0.25 + 0.0625));
 }
 
 TEST(PodCollectives, RingAllReducesOnARingMatchTheirClosedForms) {
@@ -86,7 +89,8 @@ TEST(PodCollectives, TwoAllReducesInFlightShareTheLinks) {
   EXPECT_EQ(eventOf(result, first).start_cycle, 0u);
   EXPECT_EQ(eventOf(result, second).start_cycle, 0u);  // the ICI unit does not wait for the first
   const double x_link_busy_ns = 12 * (4.0 * kMiB / 8) / kBytesPerNs;
-  EXPECT_DOUBLE_EQ(result.stats->value("ici.chip0.x+.busy_ps"), std::ceil(x_link_busy_ns * 1000));
+  EXPECT_DOUBLE_EQ(static_cast<double>(result.ici->links[Topology::linkId(0, 0, +1)].busy_ps),
+                   std::ceil(x_link_busy_ns * 1000));
   EXPECT_GT(static_cast<double>(result.total_cycles), x_link_busy_ns);
   EXPECT_LT(result.total_cycles, 2 * single);
   EXPECT_DOUBLE_EQ(result.stats->value("chip0.ici.busy_cycles"), static_cast<double>(result.total_cycles));
@@ -102,6 +106,26 @@ TEST(PodCollectives, ComputeOverlapsACollectiveUntilADependentNeedsIt) {
   const SimResult result = simulate(b.program(), testing::oneCoreAt1GHz());
   EXPECT_EQ(eventOf(result, beside).start_cycle, 0u);
   EXPECT_EQ(eventOf(result, after).start_cycle, eventOf(result, ar).end_cycle);
+}
+
+TEST(PodCollectives, DependencyWaitCountsOnlyCyclesWithNoCollectiveInFlight) {
+  // ar0 runs from 0; ar1 waits for a 102-cycle vector op while ar0 is in flight (no wait
+  // counted); after both, ar2 waits for a vector op that needs them: that wait counts.
+  testing::ProgramBuilder b;
+  b.slice("3d_torus", "4x4x4", 64);
+  const uint32_t v0 = b.vector(1024 * 100, 1, {});
+  const uint32_t ar0 = b.allReduce(4 * kMiB, program::TORUS, {});
+  const uint32_t ar1 = b.allReduce(kMiB, program::TORUS, {v0});
+  const uint32_t v1 = b.vector(1024 * 100, 1, {ar0, ar1});
+  const uint32_t ar2 = b.allReduce(kMiB, program::TORUS, {v1});
+  const SimResult result = simulate(b.program(), testing::oneCoreAt1GHz());
+  EXPECT_EQ(eventOf(result, ar1).start_cycle, 102u);
+  const uint64_t both_done = std::max(eventOf(result, ar0).end_cycle, eventOf(result, ar1).end_cycle);
+  EXPECT_EQ(eventOf(result, ar2).start_cycle - both_done, 102u);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.ici.dependency_wait_cycles"), 102);
+  const double total = static_cast<double>(result.total_cycles);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.ici.busy_cycles"), total - 102);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.ici.idle_cycles"), 0);
 }
 
 std::string simulateError(const program::Program& program, const HardwareParams& hw) {

@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "frontend/compile.hpp"
+#include "frontend/passes/fusion.hpp"
+#include "frontend/passes/memory_plan.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
@@ -98,6 +103,37 @@ TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
     EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4) << ins.name();
   }
   EXPECT_EQ(collectives, 4);
+}
+
+TEST(DataParallel, ReductionAddsWaitUntilTheirResultIsRead) {
+  // The VPU runs in order: adds emitted with their collective would stall the backward
+  // pass behind it. They come after every backward matmul, just before the updates.
+  const HardwareParams hw = HardwareParams::load("tpuv4");
+  LowerOptions options{"mlp", "training", 32};
+  options.topology = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
+  const program::ChipProgram chip = compileGraph(mlpGraph(), hw, options).program.chips(0);
+  uint32_t last_matmul = 0, first_add = UINT32_MAX, last_add = 0, first_update = UINT32_MAX;
+  for (const program::Instruction& ins : chip.instructions()) {
+    if (ins.unit() == program::MXU) last_matmul = ins.id();
+    const bool add = ins.unit() == program::VPU && ins.op().find(".all_reduce") != std::string::npos;
+    if (add) first_add = std::min(first_add, ins.id()), last_add = ins.id();
+    if (ins.op_type() == "SgdUpdate") first_update = std::min(first_update, ins.id());
+  }
+  EXPECT_GT(first_add, last_matmul);
+  EXPECT_LT(first_add, first_update);
+  EXPECT_GT(last_add, first_update);  // each just before its own update
+}
+
+TEST(DataParallel, ACollectivesInputLivesAsLongAsItsOutput) {
+  // The collective reads its input while in flight, and its adds read it when the
+  // output is first read: no tensor may reuse the input's bytes before then.
+  const ir::Graph dp = fuseElementwise(allReduceGradients(mlpGraph(), 64));
+  const MemoryPlan plan = planMemory(dp);
+  for (const ir::Op& op : dp.ops()) {
+    if (op.type != OpType::kAllReduce) continue;
+    const auto in = static_cast<size_t>(op.inputs[0]), out = static_cast<size_t>(op.outputs[0]);
+    EXPECT_GE(plan.last_op[in], plan.last_op[out]) << op.name;
+  }
 }
 
 TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
