@@ -127,6 +127,7 @@ void Lowerer::run() {
   for (size_t index = 0; index < ops.size(); ++index) {
     const ir::Op& op = ops[index];
     m_loads_before_op = m_last_load;
+    m_tile_places.startOp();
     // A fusion group's ops follow its leader and are lowered with it.
     std::vector<const ir::Op*> members;
     if (op.fusion_group == static_cast<int>(index)) {
@@ -242,6 +243,7 @@ uint32_t Lowerer::load(const ir::Op& op, uint32_t core, const std::string& part,
   }
   program::Instruction& ins = newInstruction(op, "load." + part, program::DMA, core, 0);
   setDma(ins, program::HBM, program::VMEM, bytes);
+  ins.mutable_dma()->set_hbm_offset(m_tile_places.next(core, hbm, range.begin, range.end, bytes));
   ins.add_reads(hbm);
   ins.add_writes(vmem);
   std::vector<uint32_t> all = deps;
@@ -261,6 +263,7 @@ uint32_t Lowerer::store(const ir::Op& op, uint32_t core, const std::string& part
   program::Instruction& ins =
       newInstruction(op, "store" + (part.empty() ? "" : "." + part), program::DMA, core, engine);
   setDma(ins, program::VMEM, program::HBM, bytes);
+  ins.mutable_dma()->set_hbm_offset(m_tile_places.next(core, hbm, range.begin, range.end, bytes));
   ins.add_reads(vmem);
   ins.add_writes(hbm);
   std::vector<uint32_t> all = deps;

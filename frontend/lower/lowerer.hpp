@@ -20,6 +20,7 @@
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/lower/lower.hpp"
+#include "frontend/lower/tile_places.hpp"
 #include "frontend/lower/tiling.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "sim/common/params.hpp"
@@ -159,6 +160,7 @@ class Lowerer {
   std::vector<uint32_t> m_loads_before_op;  // m_last_load when the current op began
   uint32_t m_scratch = UINT32_MAX;
   uint64_t m_scratch_bytes = 0;
+  TilePlaces m_tile_places;  // DmaTransfer.hbm_offset of each load and store
 };
 
 }  // namespace tpusim::lowering

@@ -30,6 +30,7 @@ struct UnitContext {
   const Counter* total_cycles;  // set by the driver when the run ends
   uint32_t chip;
   size_t queue_depth;
+  const program::ChipProgram* program = nullptr;  // set by the chip: the buffers' HBM addresses, for the DMA engines
 };
 
 class ExecUnit : public sc_core::sc_module {

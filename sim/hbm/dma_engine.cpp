@@ -9,6 +9,20 @@ DmaEngine::DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefi
       socket("socket"),
       m_bytes(context.stats->counter(stat_prefix + ".bytes", "B", "bytes transferred")) {}
 
+// The HBM side's byte address: its buffer's place in the memory plan plus the tile's place in
+// the buffer. Hand-built Programs without buffers address from 0.
+uint64_t DmaEngine::hbmAddress(const program::Instruction& instruction) const {
+  const bool load = instruction.dma().src() == program::HBM;
+  const program::ChipProgram* program = context().program;
+  if (program != nullptr) {
+    for (uint32_t id : load ? instruction.reads() : instruction.writes()) {
+      const program::Buffer& buffer = program->buffers(static_cast<int>(id));
+      if (buffer.space() == program::HBM) return buffer.offset() + instruction.dma().hbm_offset();
+    }
+  }
+  return instruction.dma().hbm_offset();
+}
+
 void DmaEngine::execute(const program::Instruction& instruction) {
   if (!instruction.has_dma()) {
     throw Error(ErrorKind::kInternal, "DMA engine received non-DMA instruction " + instruction.name());
@@ -17,7 +31,7 @@ void DmaEngine::execute(const program::Instruction& instruction) {
   tlm::tlm_generic_payload payload;
   // HBM -> VMEM reads HBM; VMEM -> HBM writes it.
   payload.set_command(dma.src() == program::HBM ? tlm::TLM_READ_COMMAND : tlm::TLM_WRITE_COMMAND);
-  payload.set_address(0);
+  payload.set_address(hbmAddress(instruction));
   payload.set_data_ptr(nullptr);  // timing-only: the functional mode will carry data
   payload.set_data_length(static_cast<unsigned int>(dma.bytes()));
   payload.set_streaming_width(static_cast<unsigned int>(dma.bytes()));

@@ -20,6 +20,8 @@ class DmaEngine : public ExecUnit {
   void execute(const program::Instruction& instruction) override;
 
  private:
+  uint64_t hbmAddress(const program::Instruction& instruction) const;
+
   Counter& m_bytes;
 };
 
