@@ -11,6 +11,14 @@ Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const
   const ChannelTiming hbm_timing{hw.hbm().bandwidth_gbps() * 1e9 / clock.frequencyHz(),
                                  clock.cyclesCovering(hw.hbm().latency_ns() * 1e-9)};
   m_hbm = std::make_unique<Hbm>("hbm", prefix + ".hbm", clock, hbm_timing, *context.stats, *context.total_cycles);
+  context.program = &program;
+  // With CMEM on, the DMA engines reach HBM through it.
+  const CmemGeometry cmem = cmemGeometryOf(hw);
+  if (cmem.mode != CmemMode::kOff) {
+    m_cmem = std::make_unique<Cmem>("cmem", prefix + ".cmem", clock, cmem, program, *context.stats,
+                                    *context.total_cycles);
+    m_cmem->hbm.bind(m_hbm->socket);
+  }
 
   std::vector<std::vector<const program::Instruction*>> per_core(static_cast<size_t>(hw.chip().tensor_cores()));
   for (const program::Instruction& instruction : program.instructions()) {
@@ -20,7 +28,13 @@ Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const
     const std::string core_name = "core" + std::to_string(core);
     m_cores.push_back(std::make_unique<TensorCore>(core_name.c_str(), prefix + "." + core_name, hw, context,
                                                    std::move(per_core[core])));
-    for (auto& dma : m_cores.back()->dmaEngines()) dma->socket.bind(m_hbm->socket);
+    for (auto& dma : m_cores.back()->dmaEngines()) {
+      if (m_cmem) {
+        dma->socket.bind(m_cmem->socket);
+      } else {
+        dma->socket.bind(m_hbm->socket);
+      }
+    }
   }
 }
 
