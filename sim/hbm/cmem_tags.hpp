@@ -29,14 +29,20 @@ class CmemTags {
 
  private:
   static constexpr uint64_t kEmpty = ~uint64_t{0};
-  uint64_t find(uint64_t line) const;  // the way index, or kEmpty
+  struct Way {
+    uint64_t tag = kEmpty;  // the line held
+    uint64_t used = 0;      // the access count at its last use (0: never used)
+    bool dirty = false;
+  };
+  // line % sets; a mask when the sets are a power of two (tpuv4: 2048).
+  uint64_t setOf(uint64_t line) const { return m_set_mask != 0 ? line & m_set_mask : line % m_sets; }
+  const Way* find(uint64_t line) const;  // nullptr when absent
 
   uint64_t m_sets;
   uint64_t m_ways;
-  uint64_t m_clock = 0;          // access count: the time stamp of the last use
-  std::vector<uint64_t> m_tag;   // per way of each set, set-major: the line held, or kEmpty
-  std::vector<uint64_t> m_used;  // its last use (0: never)
-  std::vector<uint8_t> m_dirty;
+  uint64_t m_set_mask;     // sets - 1 for a power of two, else 0
+  uint64_t m_clock = 0;    // access count
+  std::vector<Way> m_way;  // set-major: set s holds m_way[s * ways .. (s + 1) * ways)
 };
 
 }  // namespace tpusim
