@@ -108,18 +108,20 @@ uint64_t Cmem::cacheRead(uint64_t address, uint64_t bytes, uint64_t arrival) {
   m_victims.clear();
   const uint64_t line_bytes = m_geometry.line_bytes;
   const uint64_t end = address + bytes;
-  uint64_t hit_bytes = 0;
+  uint64_t hit_bytes = 0, hits = 0, misses = 0;
   for (uint64_t line = address / line_bytes; bytes > 0 && line <= (end - 1) / line_bytes; ++line) {
     const CmemLookup lookup = m_tags->access(line, false);
     if (lookup.hit) {
-      m_hits.add();
+      ++hits;
       hit_bytes += std::min(end, (line + 1) * line_bytes) - std::max(address, line * line_bytes);
     } else {
-      m_misses.add();
+      ++misses;
       extend(m_missed, line);
     }
     if (lookup.evicted_dirty) extend(m_victims, lookup.evicted_line);
   }
+  m_hits.add(hits);
+  m_misses.add(misses);
   const uint64_t written_back = toHbm(m_victims, tlm::TLM_WRITE_COMMAND, arrival);
   const uint64_t filled = toHbm(m_missed, tlm::TLM_READ_COMMAND, arrival);
   uint64_t done = std::max(arrival, written_back);
@@ -139,12 +141,16 @@ uint64_t Cmem::cacheWrite(uint64_t address, uint64_t bytes, uint64_t arrival) {
   m_victims.clear();
   const uint64_t line_bytes = m_geometry.line_bytes;
   const uint64_t end = address + bytes;
+  uint64_t hits = 0, misses = 0, dirtied = 0;
   for (uint64_t line = address / line_bytes; bytes > 0 && line <= (end - 1) / line_bytes; ++line) {
     const CmemLookup lookup = m_tags->access(line, true);
-    (lookup.hit ? m_hits : m_misses).add();
-    if (lookup.dirtied) m_lines_dirtied.add();
+    ++(lookup.hit ? hits : misses);
+    dirtied += lookup.dirtied;
     if (lookup.evicted_dirty) extend(m_victims, lookup.evicted_line);
   }
+  m_hits.add(hits);
+  m_misses.add(misses);
+  m_lines_dirtied.add(dirtied);
   m_bytes_to_cmem.add(bytes);
   const uint64_t written_back = toHbm(m_victims, tlm::TLM_WRITE_COMMAND, arrival);
   return std::max(written_back, port(arrival, bytes) + m_hit_latency);

@@ -45,4 +45,35 @@ class CmemTags {
   std::vector<Way> m_way;  // set-major: set s holds m_way[s * ways .. (s + 1) * ways)
 };
 
+// Inline: the cache model calls it once per line of every transfer.
+inline CmemLookup CmemTags::access(uint64_t line, bool write) {
+  Way* set = &m_way[setOf(line) * m_ways];
+  CmemLookup result;
+  // One pass over the set: the line if it is there, else the way used longest ago
+  // (an empty way has never been used, so it goes first).
+  Way* victim = set;
+  for (Way* way = set; way < set + m_ways; ++way) {
+    if (way->tag == line) {
+      result.hit = true;
+      victim = way;
+      break;
+    }
+    if (way->used < victim->used) victim = way;
+  }
+  if (!result.hit) {
+    if (victim->tag != kEmpty && victim->dirty) {
+      result.evicted_dirty = true;
+      result.evicted_line = victim->tag;
+    }
+    victim->tag = line;
+    victim->dirty = false;
+  }
+  victim->used = ++m_clock;
+  if (write && !victim->dirty) {
+    victim->dirty = true;
+    result.dirtied = true;
+  }
+  return result;
+}
+
 }  // namespace tpusim
