@@ -29,8 +29,12 @@ void lookups(benchmark::State& state, uint64_t span_lines) {
   state.counters["hit_rate"] = static_cast<double>(hits) / static_cast<double>(state.iterations() * 4096);
 }
 
-void BM_CmemLookupsMissing(benchmark::State& state) { lookups(state, 2 * kSets * kWays); }
-void BM_CmemLookupsHitting(benchmark::State& state) { lookups(state, kSets * kWays / 2); }
+void BM_CmemLookupsMissing(benchmark::State& state) {
+  lookups(state, 2 * kSets * kWays);
+}
+void BM_CmemLookupsHitting(benchmark::State& state) {
+  lookups(state, kSets * kWays / 2);
+}
 
 BENCHMARK(BM_CmemLookupsMissing);
 BENCHMARK(BM_CmemLookupsHitting);

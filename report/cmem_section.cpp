@@ -36,7 +36,8 @@ nlohmann::ordered_json parameterLoads(const program::ChipProgram& chip, const Si
 
 }  // namespace
 
-nlohmann::ordered_json cmemSection(const program::ChipProgram& chip, const SimResult& result, const HardwareParams& hw) {
+nlohmann::ordered_json cmemSection(const program::ChipProgram& chip, const SimResult& result,
+                                   const HardwareParams& hw) {
   const CmemGeometry geometry = cmemGeometryOf(hw.config());
   const bool on = geometry.mode != CmemMode::kOff;
   const auto stat = [&](const char* field) -> nlohmann::ordered_json {
@@ -74,15 +75,14 @@ void appendCmemSummary(const nlohmann::ordered_json& report, std::ostringstream&
   const auto& cmem = report["cmem"];
   const double mib = 1024.0 * 1024.0;
   char line[256];
-  std::snprintf(line, sizeof(line),
-                "CMEM         %s, %.0f MiB: hit rate %.1f%%, %.3f MiB served, %.3f MiB read from HBM; parameter "
-                "loads %llu DMA cycles\n",
-                cmem["mode"].get<std::string>().c_str(),
-                static_cast<double>(cmem["capacity_bytes"].get<uint64_t>()) / mib,
-                100.0 * cmem["hit_rate"].get<double>(),
-                static_cast<double>(cmem["bytes_from_cmem"].get<uint64_t>()) / mib,
-                static_cast<double>(cmem["bytes_from_hbm"].get<uint64_t>()) / mib,
-                static_cast<unsigned long long>(cmem["parameter_loads"]["dma_cycles"].get<uint64_t>()));
+  std::snprintf(
+      line, sizeof(line),
+      "CMEM         %s, %.0f MiB: hit rate %.1f%%, %.3f MiB served, %.3f MiB read from HBM; parameter "
+      "loads %llu DMA cycles\n",
+      cmem["mode"].get<std::string>().c_str(), static_cast<double>(cmem["capacity_bytes"].get<uint64_t>()) / mib,
+      100.0 * cmem["hit_rate"].get<double>(), static_cast<double>(cmem["bytes_from_cmem"].get<uint64_t>()) / mib,
+      static_cast<double>(cmem["bytes_from_hbm"].get<uint64_t>()) / mib,
+      static_cast<unsigned long long>(cmem["parameter_loads"]["dma_cycles"].get<uint64_t>()));
   out << line;
 }
 

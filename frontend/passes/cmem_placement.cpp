@@ -27,7 +27,9 @@ std::vector<uint64_t> trafficOf(const program::ChipProgram& chip) {
   return traffic;
 }
 
-double reuse(uint64_t traffic, uint64_t bytes) { return static_cast<double>(traffic) / static_cast<double>(bytes); }
+double reuse(uint64_t traffic, uint64_t bytes) {
+  return static_cast<double>(traffic) / static_cast<double>(bytes);
+}
 
 std::string mib(uint64_t bytes) {
   char text[32];
@@ -54,7 +56,8 @@ CmemPlacement placeInCmem(program::ChipProgram& chip, const config::HardwareConf
     const unsigned __int128 ra = static_cast<unsigned __int128>(traffic[a]) * chip.buffers(static_cast<int>(b)).bytes();
     const unsigned __int128 rb = static_cast<unsigned __int128>(traffic[b]) * chip.buffers(static_cast<int>(a)).bytes();
     if (ra != rb) return ra > rb;
-    const uint64_t size_a = chip.buffers(static_cast<int>(a)).bytes(), size_b = chip.buffers(static_cast<int>(b)).bytes();
+    const uint64_t size_a = chip.buffers(static_cast<int>(a)).bytes(),
+                   size_b = chip.buffers(static_cast<int>(b)).bytes();
     return size_a != size_b ? size_a > size_b : a < b;
   });
   for (uint32_t id : order) {

@@ -15,8 +15,8 @@ Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const
   // With CMEM on, the DMA engines reach HBM through it.
   const CmemGeometry cmem = cmemGeometryOf(hw);
   if (cmem.mode != CmemMode::kOff) {
-    m_cmem = std::make_unique<Cmem>("cmem", prefix + ".cmem", clock, cmem, program, *context.stats,
-                                    *context.total_cycles);
+    m_cmem =
+        std::make_unique<Cmem>("cmem", prefix + ".cmem", clock, cmem, program, *context.stats, *context.total_cycles);
     m_cmem->hbm.bind(m_hbm->socket);
   }
 

@@ -38,8 +38,8 @@ Cmem::Cmem(sc_core::sc_module_name name, const std::string& stat_prefix, const C
       m_bytes_to_cmem(stats.counter(stat_prefix + ".bytes_to_cmem", "B", "bytes of DMA writes CMEM took")),
       m_bytes_from_hbm(
           stats.counter(stat_prefix + ".bytes_from_hbm", "B", "bytes read from HBM: line fills and reads past CMEM")),
-      m_bytes_to_hbm(stats.counter(stat_prefix + ".bytes_to_hbm", "B",
-                                   "bytes written to HBM: write-backs and writes past CMEM")),
+      m_bytes_to_hbm(
+          stats.counter(stat_prefix + ".bytes_to_hbm", "B", "bytes written to HBM: write-backs and writes past CMEM")),
       m_written_back(
           stats.counter(stat_prefix + ".bytes_written_back", "B", "bytes of dirty lines written back to HBM")),
       m_lines_dirtied(stats.counter(stat_prefix + ".lines_dirtied", "lines", "clean or new lines a write made dirty")),
@@ -57,7 +57,8 @@ Cmem::Cmem(sc_core::sc_module_name name, const std::string& stat_prefix, const C
       pinned += buffer.bytes();
     }
     if (pinned > geometry.capacity_bytes) {
-      throw Error(ErrorKind::kResource, "the Program keeps " + mib(pinned) + " of buffers resident in CMEM, which holds " +
+      throw Error(ErrorKind::kResource, "the Program keeps " + mib(pinned) +
+                                            " of buffers resident in CMEM, which holds " +
                                             mib(geometry.capacity_bytes));
     }
     std::sort(m_resident.begin(), m_resident.end());
@@ -73,11 +74,9 @@ Cmem::Cmem(sc_core::sc_module_name name, const std::string& stat_prefix, const C
                 [dirtied, written, line] {
                   return static_cast<double>(dirtied->value()) * line - static_cast<double>(written->value());
                 });
-  stats.formula(stat_prefix + ".utilization", "fraction", "busy cycles / total cycles of the CMEM port",
-                [busy, total] {
-                  return total->value() == 0 ? 0.0
-                                             : static_cast<double>(busy->value()) / static_cast<double>(total->value());
-                });
+  stats.formula(stat_prefix + ".utilization", "fraction", "busy cycles / total cycles of the CMEM port", [busy, total] {
+    return total->value() == 0 ? 0.0 : static_cast<double>(busy->value()) / static_cast<double>(total->value());
+  });
 }
 
 void Cmem::b_transport(int, tlm::tlm_generic_payload& payload, sc_core::sc_time& delay) {

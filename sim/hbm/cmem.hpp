@@ -78,9 +78,9 @@ class Cmem : public sc_core::sc_module {
   CmemGeometry m_geometry;
   uint64_t m_hit_latency;  // cycles
   BandwidthServer m_port;
-  std::unique_ptr<CmemTags> m_tags;                        // cache mode
+  std::unique_ptr<CmemTags> m_tags;                       // cache mode
   std::vector<std::pair<uint64_t, uint64_t>> m_resident;  // software mode: [begin, end) byte ranges, sorted
-  std::vector<Run> m_missed;                               // per transfer, kept to reuse their memory
+  std::vector<Run> m_missed;                              // per transfer, kept to reuse their memory
   std::vector<Run> m_victims;
   tlm::tlm_generic_payload m_hbm_payload;
 

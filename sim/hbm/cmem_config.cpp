@@ -42,8 +42,8 @@ CmemGeometry cmemGeometryOf(const config::HardwareConfig& hw) {
   }
   const uint64_t line = static_cast<uint64_t>(cmem.line_bytes());
   if (bytes != std::floor(bytes) || static_cast<uint64_t>(bytes) % line != 0) {
-    throw Error(ErrorKind::kInvalidConfig, "cmem.capacity_mib " + number(cmem.capacity_mib()) + " (" +
-                                               number(bytes) + " bytes) is not a whole number of cmem.line_bytes " +
+    throw Error(ErrorKind::kInvalidConfig, "cmem.capacity_mib " + number(cmem.capacity_mib()) + " (" + number(bytes) +
+                                               " bytes) is not a whole number of cmem.line_bytes " +
                                                std::to_string(line) + " lines");
   }
   geometry.capacity_bytes = static_cast<uint64_t>(bytes);

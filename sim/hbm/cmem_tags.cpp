@@ -13,7 +13,9 @@ const CmemTags::Way* CmemTags::find(uint64_t line) const {
   return nullptr;
 }
 
-bool CmemTags::contains(uint64_t line) const { return find(line) != nullptr; }
+bool CmemTags::contains(uint64_t line) const {
+  return find(line) != nullptr;
+}
 
 bool CmemTags::dirty(uint64_t line) const {
   const Way* way = find(line);

@@ -11,9 +11,9 @@ namespace tpusim {
 
 struct CmemLookup {
   bool hit = false;
-  bool dirtied = false;         // a write made a clean (or new) line dirty
-  bool evicted_dirty = false;   // a miss replaced a dirty line, which must be written back
-  uint64_t evicted_line = 0;    // its line address
+  bool dirtied = false;        // a write made a clean (or new) line dirty
+  bool evicted_dirty = false;  // a miss replaced a dirty line, which must be written back
+  uint64_t evicted_line = 0;   // its line address
 };
 
 class CmemTags {

@@ -23,7 +23,7 @@ TEST(CmemTags, OverflowingOneSetEvictsInLruOrder) {
   EXPECT_FALSE(tags.access(16, false).hit);  // evicts 0: 12 8 16
   EXPECT_FALSE(tags.contains(0));
   EXPECT_TRUE(tags.contains(12) && tags.contains(8) && tags.contains(16));
-  EXPECT_FALSE(tags.access(1, false).hit);   // set 1 is apart: nothing of set 0 leaves
+  EXPECT_FALSE(tags.access(1, false).hit);  // set 1 is apart: nothing of set 0 leaves
   EXPECT_TRUE(tags.contains(12) && tags.contains(8) && tags.contains(16));
 }
 

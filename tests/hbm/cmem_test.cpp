@@ -69,7 +69,7 @@ TEST(Cmem, TheSameReadAgainHitsAtCmemBandwidthAndHitLatency) {
 TEST(Cmem, PartlyCachedReadFetchesOnlyTheMissedLines) {
   testing::ProgramBuilder b;
   const uint32_t first = transfer(b, 0, 10'240, true, {});  // lines 0..9: 11 + 100 + 3 = 114
-  transfer(b, 0, 20'480, true, {first});                     // lines 0..19: 10 hit, 10 missed
+  transfer(b, 0, 20'480, true, {first});                    // lines 0..19: 10 hit, 10 missed
   const SimResult result = simulate(b.program(), cacheHardware());
   // From 114: hits ceil(10240 / 4000) = 3 + 10 = 13; HBM 11 + 100 = 111, then the fill's
   // 3 cycles on the port (free again at 117) -> 114 + 111 + 3 = 228.
