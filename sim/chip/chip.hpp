@@ -1,5 +1,5 @@
-// A TPU chip: its TensorCores, its HBM, the scoreboard they share and, in a
-// multi-chip slice, its interconnect port (ICI unit).
+// A TPU chip: its TensorCores, its CMEM (when on) and HBM, the scoreboard they share
+// and, in a multi-chip slice, its interconnect port (ICI unit).
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "sim/chip/ici_unit.hpp"
 #include "sim/common/scoreboard.hpp"
 #include "sim/core/tensor_core.hpp"
+#include "sim/hbm/cmem.hpp"
 #include "sim/hbm/hbm.hpp"
 #include "traces/program.pb.h"
 
@@ -29,6 +30,7 @@ class Chip : public sc_core::sc_module {
  private:
   Scoreboard m_scoreboard;
   std::unique_ptr<Hbm> m_hbm;
+  std::unique_ptr<Cmem> m_cmem;  // null when cmem.mode is off
   std::unique_ptr<IciUnit> m_ici;
   std::vector<std::unique_ptr<TensorCore>> m_cores;
 };
