@@ -56,14 +56,18 @@ void Pod::drive() {
     for (const GroupId group : m_network.takeFinishedGroups()) {
       const uint64_t done = m_network.groupDoneTime(group);
       m_collective_ps += done - m_launched[group].start_ps;
-      m_retiring.push({(done + m_period_ps - 1) / m_period_ps * m_period_ps, group});
+      m_retiring.push({roundUpToCycle(done), group});
     }
     while (!m_retiring.empty() && m_retiring.top().time_ps <= now) {
       const Launched& launched = m_launched[m_retiring.top().group];
       m_retiring.pop();
       launched.unit->complete(*launched.instruction);
     }
+    // Collectives start only at clock edges (the ICI unit's), and a start first advances the
+    // network to its time, so the network's events up to the next edge can wait for it: one
+    // wake per cycle with traffic, not per event, and the same results.
     uint64_t next = m_network.nextEventTime();
+    if (next != Network::kNever) next = roundUpToCycle(next);
     if (!m_retiring.empty()) next = std::min(next, m_retiring.top().time_ps);
     if (next == Network::kNever) {
       wait(m_wake);

@@ -6,9 +6,10 @@
 // same collective is started for every member of the group at that time, and the
 // network (sim/interconnect/network.hpp) is simulated for every chip and link, so
 // collectives in flight at once contend for links. The pod's process drives the
-// network incrementally: it advances it to the current time, waits until its next
-// event or a new collective, and retires each collective on chip 0's ICI unit at
-// the first cycle after its last byte arrived.
+// network incrementally: it advances it to the current time, waits until the clock
+// edge at or after its next event (collectives start on edges) or a new collective,
+// and retires each collective on chip 0's ICI unit at the first cycle after its
+// last byte arrived.
 #pragma once
 
 #include <memory>
@@ -54,6 +55,7 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
 
   void drive();
   uint64_t nowPs() const { return sc_core::sc_time_stamp().value(); }
+  uint64_t roundUpToCycle(uint64_t ps) const { return (ps + m_period_ps - 1) / m_period_ps * m_period_ps; }
 
   Network m_network;
   Group m_replicas;
