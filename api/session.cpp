@@ -4,6 +4,7 @@
 #include "api/host_run.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -83,6 +84,13 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
   lower.topology = sliceOf(request, hw);
+  if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
+    throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
+  }
+  if (request.all_reduce_bucket_mib > 0 && !lower.topology) {
+    throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib applies to a run on a slice (--topology)");
+  }
+  lower.all_reduce_bucket_bytes = static_cast<uint64_t>(std::ceil(request.all_reduce_bucket_mib * 1024 * 1024));
   if (lower.topology && built.mode == kHloMode) {
     throw Error(ErrorKind::kUnsupported,
                 "--topology replicates an ONNX model; an HLO module runs as written on one chip");

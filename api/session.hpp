@@ -27,6 +27,9 @@ struct RunRequest {
   // Data parallel over an ICI slice of this shape ("4x4x4", of the preset's ici.topology kind):
   // one replica per chip, each with `batch` examples (global batch = batch x chips). Empty: one chip.
   std::string topology;
+  // With a topology: consecutive gradient all-reduces share one collective of up to this many
+  // MiB (0: one per gradient).
+  double all_reduce_bucket_mib = 0;
   ParamOverrides overrides;         // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
   // gradient accumulation and rematerialization. Checked by buildTrainingGraph.

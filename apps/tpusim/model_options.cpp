@@ -18,6 +18,8 @@ po::options_description modelOptions(ModelOptions& o) {
       "topology", po::value(&o.topology),
       "data parallel over an ICI slice of this shape (4x4x4, of the preset's ici.topology): one replica per chip, "
       "gradients all-reduced (docs/interconnect.md)")(
+      "all-reduce-bucket-mib", po::value(&o.training.all_reduce_bucket_mib)->default_value(0),
+      "with --topology: consecutive gradient all-reduces share one collective of up to this many MiB (0: one each)")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off")(

@@ -140,6 +140,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_f32_passes(matmulPassesOf(options.matmul_precision)),
       m_tile_for_cycles(options.tiling_objective == "cycles"),
       m_topology(options.topology),
+      m_bucket_limit(options.all_reduce_bucket_bytes),
       m_chip(chip),
       m_plan(plan),
       m_layers(assignLayers(graph)),

@@ -36,6 +36,9 @@ struct LowerOptions {
   // Data parallel over the chips of this ICI slice (none or one chip: a one-chip Program).
   // Collectives run over all of them (frontend/lower/lower_collective.cpp).
   std::optional<Topology> topology = std::nullopt;
+  // Consecutive gradient all-reduces share one collective until it holds this many bytes
+  // (0: one collective per gradient).
+  uint64_t all_reduce_bucket_bytes = 0;
 };
 
 // 1, 3 or 6 for "default", "high", "highest"; anything else is an invalid-config error.

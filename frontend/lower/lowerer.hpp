@@ -190,6 +190,10 @@ class Lowerer {
     uint64_t elements;    // this chip adds
   };
   std::vector<PendingReduction> m_pending_reductions;
+  // The all-reduces gathered into the next collective, and their bytes.
+  void emitBucket();
+  std::vector<const ir::Op*> m_bucket;
+  uint64_t m_bucket_bytes = 0;
 
   // ---- lower_vector.cpp
   void lowerVector(const ir::Op& op);
@@ -202,6 +206,7 @@ class Lowerer {
   uint64_t m_f32_passes;   // bf16 passes of an f32 product (LowerOptions::matmul_precision)
   bool m_tile_for_cycles;  // LowerOptions::tiling_objective
   std::optional<Topology> m_topology;  // LowerOptions::topology
+  uint64_t m_bucket_limit;             // LowerOptions::all_reduce_bucket_bytes
   GemmCostModel costModel(DType input_dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;

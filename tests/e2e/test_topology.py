@@ -57,6 +57,16 @@ def test_interconnect_section_and_links_csv(tpusim_bin, mlp_path, tmp_path):
     assert max(float(r.split(",")[9]) for r in rows[1:]) == pytest.approx(ici["max_link_utilization"], abs=1e-6)
 
 
+def test_one_bucket_is_one_collective(tpusim_bin, mlp_path, tmp_path):
+    each = report_of(tpusim_bin, tmp_path, "each", mlp_path, "--topology", "4x4x4")
+    bucket = report_of(tpusim_bin, tmp_path, "bucket", mlp_path, "--topology", "4x4x4", "--all-reduce-bucket-mib", "25")
+    assert bucket["interconnect"]["collective_count"] == 1
+    assert bucket["interconnect"]["collective_bytes"] == each["interconnect"]["collective_bytes"]
+    # One collective after the whole backward pass overlaps nothing: the MLP's step is longer.
+    assert bucket["interconnect"]["exposed_communication_cycles"] == bucket["interconnect"]["communication_cycles"]
+    assert bucket["total_cycles"] > each["total_cycles"]
+
+
 def test_slice_reports_are_bit_identical_across_runs(tpusim_bin, mlp_path, tmp_path):
     for name in ("a", "b"):
         report_of(tpusim_bin, tmp_path, name, mlp_path, "--topology", "4x4x8", "--set", "ici.routing=adaptive")
@@ -88,6 +98,8 @@ BAD_INPUTS = [
      "ICI slice 4x4x4 (3d_torus) needs 6 links per chip but tpuv4 has ici.links 4"),
     (["--topology", "4x4x4", "--set", "ici.all_reduce_algorithm=tree"], 2,
      "parameter ici.all_reduce_algorithm must be one of torus, bidirectional_ring, ring"),
+    (["--topology", "4x4x4", "--all-reduce-bucket-mib", "-1"], 2, "--all-reduce-bucket-mib must be >= 0"),
+    (["--all-reduce-bucket-mib", "25"], 2, "--all-reduce-bucket-mib applies to a run on a slice (--topology)"),
 ]
 
 

@@ -136,6 +136,71 @@ TEST(DataParallel, ACollectivesInputLivesAsLongAsItsOutput) {
   }
 }
 
+std::vector<const program::Instruction*> collectivesOf(const program::ChipProgram& chip) {
+  std::vector<const program::Instruction*> out;
+  for (const program::Instruction& ins : chip.instructions()) {
+    if (ins.unit() == program::ICI) out.push_back(&ins);
+  }
+  return out;
+}
+
+TEST(DataParallel, BucketsShareOneCollectiveUpToTheirSize) {
+  const HardwareParams hw = HardwareParams::load("tpuv4");
+  const ir::Graph graph = mlpGraph();
+  LowerOptions options{"mlp", "training", 32};
+  options.topology = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
+  uint64_t gradient_bytes = 0;
+  const ir::Graph dp = allReduceGradients(graph, 64);
+  for (const ir::Op& op : dp.ops()) {
+    if (op.type == OpType::kAllReduce) gradient_bytes += dp.tensor(op.inputs[0]).bytes();
+  }
+  // One bucket holds every gradient: one collective over their sum, reading all of them, and
+  // adds that share the bucket's closed form (each member's share rounded up).
+  options.all_reduce_bucket_bytes = uint64_t{1} << 40;
+  const program::ChipProgram one = compileGraph(graph, hw, options).program.chips(0);
+  const auto bucketed = collectivesOf(one);
+  ASSERT_EQ(bucketed.size(), 1u);
+  EXPECT_EQ(bucketed[0]->collective().bytes(), gradient_bytes);
+  EXPECT_EQ(bucketed[0]->reads_size(), 4);
+  uint64_t added = 0;
+  for (const program::Instruction& ins : one.instructions()) {
+    if (ins.unit() == program::VPU && ins.op().find(".all_reduce") != std::string::npos) {
+      added += ins.vector().elements();
+    }
+  }
+  const uint64_t expected = allReduceReducedBytes(*options.topology, gradient_bytes, AllReduceAlgorithm::kTorus, 0) / 4;
+  EXPECT_GE(added, expected);
+  EXPECT_LE(added, expected + 4);
+  // A bucket of one byte is full at once: one collective per gradient, as with none.
+  options.all_reduce_bucket_bytes = 1;
+  EXPECT_EQ(collectivesOf(compileGraph(graph, hw, options).program.chips(0)).size(), 4u);
+  // Buckets close once they reach the size: the gradients in order are b2 (16 B), w2
+  // (128 B), b1 (32 B), w1 (512 B); 144 B closes after w2 and after w1.
+  options.all_reduce_bucket_bytes = 144;
+  const program::ChipProgram two = compileGraph(graph, hw, options).program.chips(0);
+  const auto pairs = collectivesOf(two);
+  ASSERT_EQ(pairs.size(), 2u);
+  EXPECT_EQ(pairs[0]->collective().bytes(), 144u);
+  EXPECT_EQ(pairs[1]->collective().bytes(), 544u);
+  EXPECT_EQ(gradient_bytes, 688u);
+}
+
+TEST(DataParallel, ABucketIsLaunchedWhenAResultIsRead) {
+  // y = relu(all_reduce(x)); z = all_reduce(y): the relu needs the first result, so the
+  // first collective cannot wait for the second however large the bucket.
+  ir::Graph g;
+  const int x = g.addInput("x", {1024}, DType::kF32, ir::TensorRole::kInput);
+  const int y = g.relu("relu", g.allReduce("ar1", x, ir::Reduction::kSum, 8));
+  g.markOutput(g.allReduce("ar2", y, ir::Reduction::kSum, 8));
+  LowerOptions options{"t", "inference", 1};
+  options.topology = Topology::parse(TopologyKind::kTorus3d, "2x2x2");
+  options.all_reduce_bucket_bytes = uint64_t{1} << 40;
+  const program::ChipProgram chip = compileGraph(g, HardwareParams::load("tpuv4"), options).program.chips(0);
+  const auto collectives = collectivesOf(chip);
+  ASSERT_EQ(collectives.size(), 2u);
+  EXPECT_EQ(collectives[0]->collective().bytes(), 4096u);
+}
+
 TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
   ir::Graph g;
   const int x = g.addInput("x", {1024}, DType::kF32, ir::TensorRole::kInput);
