@@ -42,11 +42,13 @@ void checkSavedSlice(const RunRequest& request, const program::Program& program,
   if (request.topology.empty()) return;
   const std::optional<Topology> asked = sliceOf(request, hw);
   const uint32_t replicas = program.replicas() < 1 ? 1 : program.replicas();
-  if (static_cast<uint32_t>(asked->numChips()) != replicas || (replicas > 1 && asked->shapeString() != program.topology_shape())) {
+  if (static_cast<uint32_t>(asked->numChips()) != replicas ||
+      (replicas > 1 && asked->shapeString() != program.topology_shape())) {
     throw Error(ErrorKind::kInvalidConfig,
-                "--topology " + asked->shapeString() + " (" + std::to_string(asked->numChips()) + " chips) does not match " +
-                    request.model_path + ", compiled for " + std::to_string(replicas) + " replicas" +
-                    (replicas > 1 ? " on " + program.topology_shape() : std::string()) + "; recompile the model");
+                "--topology " + asked->shapeString() + " (" + std::to_string(asked->numChips()) +
+                    " chips) does not match " + request.model_path + ", compiled for " + std::to_string(replicas) +
+                    " replicas" + (replicas > 1 ? " on " + program.topology_shape() : std::string()) +
+                    "; recompile the model");
   }
 }
 

@@ -61,7 +61,9 @@ const char* algorithmName(program::CollectiveAlgorithm algorithm) {
   }
 }
 
-const char* dimName(int d) { return d == 0 ? "x" : d == 1 ? "y" : "z"; }
+const char* dimName(int d) {
+  return d == 0 ? "x" : d == 1 ? "y" : "z";
+}
 
 }  // namespace
 

@@ -481,7 +481,8 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),
                   static_cast<unsigned long long>(ici["communication_cycles"].get<uint64_t>()),
                   static_cast<unsigned long long>(ici["exposed_communication_cycles"].get<uint64_t>()),
-                  100.0 * ici["mean_link_utilization"].get<double>(), 100.0 * ici["max_link_utilization"].get<double>());
+                  100.0 * ici["mean_link_utilization"].get<double>(),
+                  100.0 * ici["max_link_utilization"].get<double>());
     out << line;
   }
   if (report.contains("host")) {

@@ -131,9 +131,9 @@ void Lowerer::emitPendingReductions(const ir::Op* reader, const std::vector<cons
     uint32_t core = 0;
     for (const Span part : splitEvenly({0, pending.elements}, cores)) {
       if (part.size() == 0) continue;
-      const uint32_t add = vectorInstruction(op, "reduce", core, program::ELEMENTWISE, part.size(), 1, out.dtype,
-                                             {hbmOf(op.inputs[0])}, hbmOf(out_tensor),
-                                             part.size() * dtypeBytes(out.dtype), {pending.collective});
+      const uint32_t add =
+          vectorInstruction(op, "reduce", core, program::ELEMENTWISE, part.size(), 1, out.dtype, {hbmOf(op.inputs[0])},
+                            hbmOf(out_tensor), part.size() * dtypeBytes(out.dtype), {pending.collective});
       writers.push_back({whole(out_tensor), add});
       ++core;
     }

@@ -42,8 +42,8 @@ ir::Graph allReduceGradients(const ir::Graph& graph, int64_t replicas) {
   std::map<int, int> reduced;  // gradient -> its all-reduced tensor
   for (int gradient : gradients) {
     const ir::Tensor& t = graph.tensor(gradient);
-    reduced[gradient] = appended.allReduce(t.name + ".all_reduce", gradient, ir::Reduction::kSum, replicas,
-                                           ir::TensorRole::kGradient);
+    reduced[gradient] =
+        appended.allReduce(t.name + ".all_reduce", gradient, ir::Reduction::kSum, replicas, ir::TensorRole::kGradient);
   }
   // Each all-reduce right after its gradient's producer.
   std::vector<size_t> order;
@@ -59,8 +59,8 @@ ir::Graph allReduceGradients(const ir::Graph& graph, int64_t replicas) {
   ir::Graph::Rewrite rewrite(placed);
   for (size_t i = 0; i < placed.ops().size(); ++i) {
     const ir::Op& op = placed.ops()[i];
-    const bool is_ours = op.type == OpType::kAllReduce && reduced.count(op.inputs[0]) > 0 &&
-                         reduced[op.inputs[0]] == op.outputs[0];
+    const bool is_ours =
+        op.type == OpType::kAllReduce && reduced.count(op.inputs[0]) > 0 && reduced[op.inputs[0]] == op.outputs[0];
     if (is_ours) continue;
     ir::Op replacement = op;
     bool changed = false;

@@ -59,7 +59,9 @@ IciResult iciResultOf(const Network& network) {
   const Topology& topology = network.topology();
   IciResult ici{topology, network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
                 network.makespan()};
-  for (LinkId link = 0; link < topology.numLinkSlots(); ++link) ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+  for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
+    ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+  }
   return ici;
 }
 

@@ -19,7 +19,8 @@ IciUnit::IciUnit(sc_core::sc_module_name name, const std::string& stat_prefix, c
           context.stats->counter(stat_prefix + ".dependency_wait_cycles", "cycles",
                                  "cycles the head collective waited for its dependencies with none in flight")),
       m_instructions(context.stats->counter(stat_prefix + ".instructions", "count", "collectives retired")),
-      m_bytes(context.stats->counter(stat_prefix + ".bytes", "B", "bytes of each replica's buffer, summed over collectives")) {
+      m_bytes(context.stats->counter(stat_prefix + ".bytes", "B",
+                                     "bytes of each replica's buffer, summed over collectives")) {
   const Counter* busy = &m_busy;
   const Counter* total = context.total_cycles;
   context.stats->formula(

@@ -21,8 +21,7 @@ AllReduceAlgorithm algorithmOf(const program::Collective& collective) {
 
 Topology topologyOf(const program::Program& program) {
   if (program.replicas() <= 1) return Topology(TopologyKind::kRing, {1});
-  return Topology::parse(topologyKindFromName(program.topology_kind()), program.topology_shape(),
-                         program.replicas());
+  return Topology::parse(topologyKindFromName(program.topology_kind()), program.topology_shape(), program.replicas());
 }
 
 Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology& topology,
@@ -41,8 +40,7 @@ void Pod::launch(const program::Instruction& instruction, IciUnit& unit) {
   const uint64_t now = nowPs();
   m_network.advanceTo(now);
   const GroupId group = m_network.openGroup();
-  allReduce(m_network, m_replicas, collective.bytes(), algorithmOf(collective),
-            programDTypeBytes(collective.dtype()));
+  allReduce(m_network, m_replicas, collective.bytes(), algorithmOf(collective), programDTypeBytes(collective.dtype()));
   m_network.closeGroup();
   if (static_cast<size_t>(group) != m_launched.size()) throw Error(ErrorKind::kInternal, "ICI: group ids out of order");
   m_launched.push_back({&instruction, &unit, now});

@@ -165,8 +165,7 @@ const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
   return "?";
 }
 
-uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllReduceAlgorithm algorithm,
-                               ChipId member) {
+uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllReduceAlgorithm algorithm, ChipId member) {
   const auto p = static_cast<uint64_t>(topology.numChips());
   if (member < 0 || static_cast<uint64_t>(member) >= p) {
     throw Error(ErrorKind::kInternal, "all-reduce: member outside the topology");

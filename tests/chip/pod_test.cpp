@@ -147,8 +147,9 @@ TEST(PodCollectives, BadSlicesAreOneLineErrors) {
   replicas.slice("3d_torus", "4x4x4", 64);
   replicas.allReduce(kMiB, program::TORUS, {});
   replicas.program().set_replicas(8);
-  EXPECT_NE(simulateError(replicas.program(), testing::oneCoreAt1GHz()).find("spans 64 replicas but the Program runs on 8"),
-            std::string::npos);
+  EXPECT_NE(
+      simulateError(replicas.program(), testing::oneCoreAt1GHz()).find("spans 64 replicas but the Program runs on 8"),
+      std::string::npos);
   testing::ProgramBuilder links;
   links.slice("3d_torus", "4x4x4", 64);
   links.allReduce(kMiB, program::TORUS, {});
@@ -158,7 +159,8 @@ TEST(PodCollectives, BadSlicesAreOneLineErrors) {
             "ICI slice 4x4x4 (3d_torus) needs 6 links per chip but tpuv4 has ici.links 4");
   testing::ProgramBuilder single;
   single.allReduce(kMiB, program::TORUS, {});  // no slice: a group of no replicas
-  EXPECT_NE(simulateError(single.program(), testing::oneCoreAt1GHz()).find("is a collective over an empty group (0 replicas)"),
+  EXPECT_NE(simulateError(single.program(), testing::oneCoreAt1GHz())
+                .find("is a collective over an empty group (0 replicas)"),
             std::string::npos);
   testing::ProgramBuilder one_chip;
   one_chip.slice("", "", 1);

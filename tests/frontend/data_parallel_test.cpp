@@ -100,7 +100,8 @@ TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
       EXPECT_EQ(add.deps(0), ins.id());
       added += add.vector().elements();
     }
-    EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4) << ins.name();
+    EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4)
+        << ins.name();
   }
   EXPECT_EQ(collectives, 4);
 }
@@ -211,7 +212,8 @@ TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
     compileGraph(g, HardwareParams::load("tpuv4"), options);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "op 'ar': an all-reduce across 4 replicas needs an ICI slice of as many chips (--topology)");
+    EXPECT_EQ(std::string(error.what()),
+              "op 'ar': an all-reduce across 4 replicas needs an ICI slice of as many chips (--topology)");
   }
 }
 

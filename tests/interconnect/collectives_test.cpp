@@ -307,7 +307,8 @@ TEST(IciCollectives, ReducedBytesClosedFormMatchesTheDecomposition) {
   // The closed form of the doc: torus on 4x4x4, n = 1 MiB: sum_d (p_d - 1) n_d / p_d
   // with n_x = 1 MiB, n_y = n_z... = 256 KiB, 64 KiB: 3/4 (1 MiB + 256 KiB + 64 KiB).
   const Topology cube = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
-  EXPECT_EQ(allReduceReducedBytes(cube, 1 << 20, AllReduceAlgorithm::kTorus, 0), 3 * ((1u << 20) + (1u << 18) + (1u << 16)) / 4);
+  EXPECT_EQ(allReduceReducedBytes(cube, 1 << 20, AllReduceAlgorithm::kTorus, 0),
+            3 * ((1u << 20) + (1u << 18) + (1u << 16)) / 4);
   EXPECT_EQ(allReduceAlgorithmFromName("bidirectional_ring"), AllReduceAlgorithm::kBidirectionalRing);
   EXPECT_EQ(errorOf([] { allReduceAlgorithmFromName("tree"); }),
             "unknown all-reduce algorithm 'tree' (torus, bidirectional_ring, ring)");
