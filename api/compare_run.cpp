@@ -32,12 +32,17 @@ struct Output {
 };
 
 ir::TensorValue loadOutput(const Output& output, const char* side) {
-  const std::string name = (*output.entry).at("name").get<std::string>();
-  ir::TensorValue value = readNpy((output.folder / (*output.entry).at("file").get<std::string>()).string());
-  if (Json(value.shape) != (*output.entry).at("shape")) {
+  const std::string name = output.entry->at("name").get<std::string>();
+  ir::TensorValue value;
+  try {
+    value = readNpy((output.folder / output.entry->at("file").get<std::string>()).string());
+  } catch (const Error& error) {
+    throw error.within(std::string(side) + " output '" + name + "'");
+  }
+  if (Json(value.shape) != output.entry->at("shape")) {
     throw Error(ErrorKind::kInvalidInput, std::string(side) + " output '" + name + "': the file's shape " +
                                               Json(value.shape).dump() + " is not the report's " +
-                                              (*output.entry).at("shape").dump());
+                                              output.entry->at("shape").dump());
   }
   return value;
 }
