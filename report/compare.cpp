@@ -26,17 +26,17 @@ const Json& field(const Json& report, const char* name, const char* which) {
 
 // The simulator's numerics, from report.json's "functional" section.
 std::string simulatorNumerics(const Json& functional) {
-  return "mxu: " + functional.at("dataflow").get<std::string>() + " dataflow, " +
+  return "mxu (" + functional.at("dataflow").get<std::string>() + " dataflow, " +
          std::to_string(functional.at("rows").get<int64_t>()) + " rows, matmul precision " +
-         functional.at("matmul_precision").get<std::string>();
+         functional.at("matmul_precision").get<std::string>() + ")";
 }
 
 std::string referenceNumerics(const Json& ref) {
   if (ref.at("numerics") == "mxu") {
-    return "mxu: as " + ref.at("hw").get<std::string>() + "'s MXUs compute, matmul precision " +
-           ref.at("matmul_precision").get<std::string>();
+    return "mxu (as " + ref.at("hw").get<std::string>() + "'s MXUs compute, matmul precision " +
+           ref.at("matmul_precision").get<std::string>() + ")";
   }
-  return ref.at("numerics").get<std::string>() + ": each op's kernels in its dtype";
+  return ref.at("numerics").get<std::string>() + " (each op's kernels in its dtype)";
 }
 
 // Op name to row index; a name twice is a malformed report.

@@ -92,8 +92,8 @@ std::string comparisonText(const Json& c) {
     out << "numerics     none: the simulation report has no functional outputs (tpusim run --functional)\n";
     return out.str();
   }
-  out << "numerics     simulator " << n["simulator"].get<std::string>() << "\n"
-      << "             reference " << n["reference"].get<std::string>() << "; seed " << n["seed"].dump() << "\n";
+  out << "numerics     simulator: " << n["simulator"].get<std::string>() << "\n"
+      << "             reference: " << n["reference"].get<std::string>() << "; seed " << n["seed"].dump() << "\n";
   std::snprintf(line, sizeof(line), "  %-24s %-20s %-15s %-9s %9s %12s %12s %12s\n", "output", "op", "status",
                 "precision", "elements", "max abs err", "max rel err", "normwise");
   out << line;

@@ -83,7 +83,7 @@ def test_mxu_numerics_match_the_functional_outputs_exactly(tpusim_bin, runs, tmp
         assert row["status"] == "matched" and row["precision"] == "f32" and row["elements"] > 0
         assert row["max_abs_error"] == 0 and row["max_rel_error"] == 0 and row["nonfinite_mismatches"] == 0, row
     assert "matmul precision default" in c["numerics"]["simulator"] and c["numerics"]["seed"] == 5
-    assert "numerics     simulator mxu: weight_stationary dataflow" in text
+    assert "numerics     simulator: mxu (weight_stationary dataflow" in text
     with open(tmp_path / "numerics.csv", newline="") as f:
         assert [float(r["max_abs_error"]) for r in csv.DictReader(f)] == [0.0] * len(outputs)
 
@@ -91,7 +91,7 @@ def test_mxu_numerics_match_the_functional_outputs_exactly(tpusim_bin, runs, tmp
 def test_reference_numerics_are_within_the_documented_bound(tpusim_bin, runs, tmp_path):
     _, c = compare(tpusim_bin, runs, "reference", tmp_path)
     outputs = c["numerics"]["outputs"]
-    assert c["numerics"]["reference"] == "reference: each op's kernels in its dtype"
+    assert c["numerics"]["reference"] == "reference (each op's kernels in its dtype)"
     for row in outputs:
         assert row["status"] == "matched" and row["nonfinite_mismatches"] == 0
         assert row["normwise_rel_error"] < REFERENCE_NUMERICS_BOUND, row

@@ -133,10 +133,10 @@ TEST(Compare, SameReportsGiveTheSameText) {
   EXPECT_EQ(buildComparison(simReport(), refReport(), rows).dump(),
             buildComparison(simReport(), refReport(), rows).dump());
   const std::string text = comparisonText(buildComparison(simReport(), refReport(), rows));
-  EXPECT_NE(text.find("simulator mxu: weight_stationary dataflow, 128 rows, matmul precision default"),
+  EXPECT_NE(text.find("simulator: mxu (weight_stationary dataflow, 128 rows, matmul precision default)"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("reference reference: each op's kernels in its dtype; seed 3"), std::string::npos) << text;
+  EXPECT_NE(text.find("reference: reference (each op's kernels in its dtype); seed 3"), std::string::npos) << text;
 }
 
 }  // namespace
