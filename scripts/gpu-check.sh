@@ -11,7 +11,7 @@
 # that the whole check ends in under 8 minutes on 16 cores.
 #
 # Environment: OUT (results), BUILD_DIR (default build-gpu; an existing build is reused),
-# JOBS (build jobs, default nproc).
+# JOBS (build jobs, default nproc), GPU_CHECK_BUDGET_S (the time budget, default 460 s).
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,11 +37,21 @@ meaning() {
   esac
 }
 
-# step NAME LIMIT_S COMMAND...: runs COMMAND with a time limit, its output in $out/NAME.log.
+# The whole check's budget: no step runs past it, so the script ends within 8 minutes.
+deadline=$((SECONDS + ${GPU_CHECK_BUDGET_S:-460}))
+
+# step NAME LIMIT_S COMMAND...: runs COMMAND with a time limit (cut to what is left of the
+# budget), its output in $out/NAME.log.
 step() {
   local name="$1" limit="$2"
   shift 2
-  local start=$SECONDS
+  local start=$SECONDS left=$((deadline - SECONDS))
+  if ((left < 5)); then
+    printf '%-28s rc %-3s %4ss  %s\n' "$name" 124 0 "not run: out of time" | tee -a "$summary"
+    failed=1
+    return 124
+  fi
+  ((limit > left)) && limit=$left
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   printf '%-28s rc %-3s %4ss  %s\n' "$name" "$rc" "$((SECONDS - start))" "$(meaning "$rc")" | tee -a "$summary"
@@ -86,6 +96,8 @@ tpusim="$build/tpusim"
 
 # The CUDA tests skip, with their reason, where no GPU is visible.
 step cuda-tests 120 ctest --test-dir "$build" -R '^Cuda' --output-on-failure --no-tests=error
+skipped=$(grep -cs "(Skipped)" "$out/cuda-tests.log")
+((${skipped:-0} > 0)) && echo "cuda-tests: $skipped skipped (see cuda-tests.log for the reason)" | tee -a "$summary"
 
 # model, batch; a functional simulation with the same seed as the references.
 seed=1
@@ -101,7 +113,7 @@ for spec in "mlp 8" "resnet50 2"; do
   mkdir -p "$dir"
   # A shape-only trace (resnet50) has no weight values to compute with: its simulation is timed only.
   if ! step "$model-sim" 120 "$tpusim" run "$trace" --batch "$batch" --no-instructions --functional --seed "$seed" \
-    --out "$dir/sim" && grep -q "stores shapes only" "$out/$model-sim.log"; then
+    --out "$dir/sim" && grep -qs "stores shapes only" "$out/$model-sim.log"; then
     step "$model-sim-timing" 120 "$tpusim" run "$trace" --batch "$batch" --no-instructions --out "$dir/sim"
   fi
   for backend in cuda cpu; do
