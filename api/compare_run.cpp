@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "api/npy.hpp"
 #include "report/compare.hpp"
@@ -55,12 +56,13 @@ std::vector<double> asDoubles(const ir::TensorValue& value) {
 // One row per output: the simulator's in its order, then the reference's it lacks.
 Json numericsRows(const Json& sim, const fs::path& sim_dir, const Json& ref, const fs::path& ref_dir) {
   std::map<std::string, Output> ref_outputs;
-  for (const Json& entry : ref.at("outputs")) ref_outputs.emplace(entry.at("name").get<std::string>(), Output{&entry, ref_dir});
+  for (const Json& entry : ref.at("outputs"))
+    ref_outputs.emplace(entry.at("name").get<std::string>(), Output{&entry, ref_dir});
   Json rows = Json::array();
-  std::map<std::string, bool> in_sim;
+  std::set<std::string> in_sim;
   for (const Json& entry : sim.at("functional").at("outputs")) {
     const std::string name = entry.at("name").get<std::string>();
-    in_sim[name] = true;
+    in_sim.insert(name);
     const auto found = ref_outputs.find(name);
     if (found == ref_outputs.end()) {
       rows.push_back(numericsOneSidedRow(name, "", entry.at("dtype").get<std::string>(), "simulator only"));
@@ -80,8 +82,8 @@ Json numericsRows(const Json& sim, const fs::path& sim_dir, const Json& ref, con
   for (const Json& entry : ref.at("outputs")) {
     const std::string name = entry.at("name").get<std::string>();
     if (in_sim.count(name)) continue;
-    rows.push_back(
-        numericsOneSidedRow(name, entry.at("op").get<std::string>(), entry.at("dtype").get<std::string>(), "reference only"));
+    rows.push_back(numericsOneSidedRow(name, entry.at("op").get<std::string>(), entry.at("dtype").get<std::string>(),
+                                       "reference only"));
   }
   return rows;
 }
@@ -99,9 +101,8 @@ Json compareReportFiles(const std::string& sim_report, const std::string& ref_re
     return buildComparison(sim, ref, rows);
   } catch (const nlohmann::json::exception& error) {
     // A field missing or of the wrong type: a report not written by this tpusim.
-    throw Error(ErrorKind::kInvalidInput,
-                "the reports '" + sim_report + "' and '" + ref_report + "' lack a field compare needs (" +
-                    error.what() + ")");
+    throw Error(ErrorKind::kInvalidInput, "the reports '" + sim_report + "' and '" + ref_report +
+                                              "' lack a field compare needs (" + error.what() + ")");
   }
 }
 

@@ -86,7 +86,8 @@ ir::TensorValue readNpy(const std::string& path) {
   if (!file.read(magic, sizeof(magic)) || std::memcmp(magic, "\x93NUMPY\x01\x00", 8) != 0) {
     throw Error(ErrorKind::kInvalidInput, "'" + path + "' is not a version 1.0 .npy file");
   }
-  const size_t length = static_cast<unsigned char>(magic[8]) | (static_cast<size_t>(static_cast<unsigned char>(magic[9])) << 8);
+  const size_t length =
+      static_cast<unsigned char>(magic[8]) | (static_cast<size_t>(static_cast<unsigned char>(magic[9])) << 8);
   std::string header(length, '\0');
   if (!file.read(header.data(), static_cast<std::streamsize>(length))) {
     throw Error(ErrorKind::kInvalidInput, "'" + path + "': .npy header cut short");
@@ -118,8 +119,8 @@ ir::TensorValue readNpy(const std::string& path) {
     value.ints.resize(count);
     readAll(value.ints.data(), count * sizeof(int64_t));
   } else {
-    throw Error(ErrorKind::kInvalidInput, "'" + path + "': .npy element type " + descr +
-                                              " is not one tpusim writes (<f4, <f8, <i8)");
+    throw Error(ErrorKind::kInvalidInput,
+                "'" + path + "': .npy element type " + descr + " is not one tpusim writes (<f4, <f8, <i8)");
   }
   return value;
 }

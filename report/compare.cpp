@@ -51,7 +51,9 @@ std::map<std::string, size_t> indexByOp(const Json& rows, const char* which) {
   return index;
 }
 
-Json ratioOrNull(double measured, double simulated) { return simulated > 0 ? Json(measured / simulated) : Json(); }
+Json ratioOrNull(double measured, double simulated) {
+  return simulated > 0 ? Json(measured / simulated) : Json();
+}
 
 struct PerOpTable {
   Json rows = Json::array();
@@ -138,8 +140,8 @@ void checkComparable(const Json& sim, const Json& ref) {
     const Json& a = field(sim, key, "the simulation report");
     const Json& b = field(ref, key, "the reference report");
     if (a != b) {
-      throw Error(ErrorKind::kInvalidInput, std::string("the reports are of different steps: ") + key + " " +
-                                                a.dump() + " (simulation) against " + b.dump() + " (reference)");
+      throw Error(ErrorKind::kInvalidInput, std::string("the reports are of different steps: ") + key + " " + a.dump() +
+                                                " (simulation) against " + b.dump() + " (reference)");
     }
   }
   if (sim.contains("functional")) {
@@ -214,9 +216,8 @@ Json buildComparison(const Json& sim, const Json& ref, const Json& numerics_rows
                     {"clock_hz", sim.at("clock_hz")},
                     {"total_cycles", sim.at("total_cycles")},
                     {"step_time_s", sim_step}};
-  c["reference"] = {{"backend", ref.at("backend")},   {"device", ref.at("device")},
-                    {"hw", ref.at("hw")},             {"numerics", ref.at("numerics")},
-                    {"timing", ref.at("timing")},     {"step_time_s", ref_step}};
+  c["reference"] = {{"backend", ref.at("backend")},   {"device", ref.at("device")}, {"hw", ref.at("hw")},
+                    {"numerics", ref.at("numerics")}, {"timing", ref.at("timing")}, {"step_time_s", ref_step}};
   c["step_time_ratio"] = ratioOrNull(ref_step, sim_step);
   PerOpTable table = perOpTable(sim, ref);
   c["per_op_summary"] = std::move(table.summary);

@@ -24,9 +24,9 @@ void checkComparable(const nlohmann::ordered_json& sim, const nlohmann::ordered_
 // The error of one output tensor, simulator against reference, element by element.
 struct OutputErrors {
   uint64_t elements = 0;
-  double max_abs_error = 0;       // max |sim - ref| over the finite pairs
-  double max_rel_error = 0;       // max |sim - ref| / |ref| over the finite pairs with ref != 0
-  double normwise_rel_error = 0;  // max |sim - ref| / max |ref| (0 when every ref is 0 and the errors are 0)
+  double max_abs_error = 0;           // max |sim - ref| over the finite pairs
+  double max_rel_error = 0;           // max |sim - ref| / |ref| over the finite pairs with ref != 0
+  double normwise_rel_error = 0;      // max |sim - ref| / max |ref| (0 when every ref is 0 and the errors are 0)
   uint64_t nonfinite_mismatches = 0;  // pairs where one side is NaN or infinite and the two differ
 };
 OutputErrors outputErrors(std::span<const double> sim, std::span<const double> ref);

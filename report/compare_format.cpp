@@ -11,9 +11,15 @@ using Json = nlohmann::ordered_json;
 
 constexpr const char* kPerOpColumns[] = {"op",         "type",  "status", "sim_cycles", "sim_time_s",
                                          "ref_time_s", "ratio", "flops",  "hbm_bytes"};
-constexpr const char* kNumericsColumns[] = {"output",        "op",         "status",
-                                            "precision",     "elements",   "max_abs_error",
-                                            "max_rel_error", "normwise_rel_error", "nonfinite_mismatches"};
+constexpr const char* kNumericsColumns[] = {"output",
+                                            "op",
+                                            "status",
+                                            "precision",
+                                            "elements",
+                                            "max_abs_error",
+                                            "max_rel_error",
+                                            "normwise_rel_error",
+                                            "nonfinite_mismatches"};
 
 // RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
 std::string csvField(const Json& value) {
@@ -112,7 +118,9 @@ std::string comparisonText(const Json& c) {
   return out.str();
 }
 
-std::string perOpCsv(const Json& c) { return csv(c["per_op"], kPerOpColumns); }
+std::string perOpCsv(const Json& c) {
+  return csv(c["per_op"], kPerOpColumns);
+}
 
 std::string numericsCsv(const Json& c) {
   return csv(c["numerics"].is_null() ? Json::array() : c["numerics"]["outputs"], kNumericsColumns);

@@ -32,8 +32,8 @@ int compareCommand(const std::vector<std::string>& args) {
   std::string out_dir = "tpusim-compare";
   std::vector<std::string> reports;
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")(
-      "out", po::value(&out_dir)->default_value(out_dir), "directory for compare.csv, numerics.csv and compare.json");
+  desc.add_options()("help,h", "show this help")("out", po::value(&out_dir)->default_value(out_dir),
+                                                 "directory for compare.csv, numerics.csv and compare.json");
   po::options_description all;
   all.add(desc).add_options()("report", po::value(&reports)->composing(), "reports");
   po::positional_options_description positional;
@@ -54,7 +54,8 @@ int compareCommand(const std::vector<std::string>& args) {
   writeText(perOpCsv(comparison), out / "compare.csv");
   writeText(numericsCsv(comparison), out / "numerics.csv");
   writeReport(comparison, (out / "compare.json").string());
-  std::cout << comparisonText(comparison) << "written      " << (out / "compare.json").string() << ", compare.csv, numerics.csv\n";
+  std::cout << comparisonText(comparison) << "written      " << (out / "compare.json").string()
+            << ", compare.csv, numerics.csv\n";
   return 0;
 }
 

@@ -11,7 +11,9 @@ namespace {
 
 using ir::OpType;
 
-bool f32(const ir::Graph& graph, int tensor) { return graph.tensor(tensor).dtype == DType::kF32; }
+bool f32(const ir::Graph& graph, int tensor) {
+  return graph.tensor(tensor).dtype == DType::kF32;
+}
 
 bool allF32(const ir::Graph& graph, const ir::Op& op) {
   for (int id : op.inputs) {
@@ -21,7 +23,9 @@ bool allF32(const ir::Graph& graph, const ir::Op& op) {
 }
 
 // The batch dimensions of a MatMul operand: all but the last two.
-ir::Shape batchDims(const ir::Shape& shape) { return ir::Shape(shape.begin(), shape.end() - 2); }
+ir::Shape batchDims(const ir::Shape& shape) {
+  return ir::Shape(shape.begin(), shape.end() - 2);
+}
 
 // Why the executor cannot run `op`, or "" when it can.
 std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op) {
@@ -67,7 +71,8 @@ std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op) {
       const ir::Tensor& labels = graph.tensor(op.inputs[1]);
       if (!f32(graph, op.inputs[0]) || labels.dtype != DType::kInt64) return "it needs f32 logits and int64 labels";
       if (graph.tensor(op.inputs[0]).shape.size() != 2) return "it needs [rows, classes] logits";
-      if (graph.producer(labels.id) != nullptr) return "its labels are computed, not fed (their range is checked on entry)";
+      if (graph.producer(labels.id) != nullptr)
+        return "its labels are computed, not fed (their range is checked on entry)";
       return "";
     }
     default: return "the CUDA executor has no kernel for it yet";
@@ -147,7 +152,9 @@ void launch(cuda::Device& device, const ir::Graph& graph, const ir::Op& op, cons
     case OpType::kScale: device.scale(static_cast<float>(op.scalar), in(0), out, count); break;
     case OpType::kRelu: device.relu(in(0), out, count); break;
     case OpType::kReluGrad: device.reluGrad(in(0), in(1), out, count); break;
-    case OpType::kReduceSumTo: device.reduceSumTo(reduceIndex(shapeOf(op.inputs[0]), out_shape), in(0), out, count); break;
+    case OpType::kReduceSumTo:
+      device.reduceSumTo(reduceIndex(shapeOf(op.inputs[0]), out_shape), in(0), out, count);
+      break;
     case OpType::kSgdUpdate: device.sgdUpdate(static_cast<float>(op.scalar), in(0), in(1), out, count); break;
     case OpType::kSoftmaxCrossEntropy:
     case OpType::kSoftmaxCrossEntropyGrad: {

@@ -8,13 +8,16 @@ namespace tpusim::reference {
 namespace {
 
 [[noreturn]] void notBuilt() {
-  throw Error(ErrorKind::kUnsupported, "this tpusim was built without CUDA (CMake found no nvcc): the CUDA executor "
-                                       "is not available");
+  throw Error(ErrorKind::kUnsupported,
+              "this tpusim was built without CUDA (CMake found no nvcc): the CUDA executor "
+              "is not available");
 }
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) { notBuilt(); }
+CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) {
+  notBuilt();
+}
 
 TimedRun CudaExecutor::runTimed(const std::map<std::string, ir::TensorValue>&, const TimingOptions&) const {
   notBuilt();

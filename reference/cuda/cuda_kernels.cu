@@ -134,8 +134,8 @@ __global__ void softmaxCrossEntropyKernel(const float* logits, const int64_t* la
   loss[0] = total / static_cast<float>(rows);
 }
 
-__global__ void softmaxCrossEntropyGradKernel(const float* logits, const int64_t* labels, float* dlogits,
-                                              int64_t rows, int64_t classes) {
+__global__ void softmaxCrossEntropyGradKernel(const float* logits, const int64_t* labels, float* dlogits, int64_t rows,
+                                              int64_t classes) {
   const float scale = 1.0f / static_cast<float>(rows);
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows; r += int64_t{gridDim.x} * blockDim.x) {
     const float* row = logits + r * classes;
@@ -213,7 +213,9 @@ void Device::download(int64_t* host, const int64_t* device, size_t count) {
   check(cudaMemcpy(host, device, count * sizeof(int64_t), cudaMemcpyDeviceToHost), "copying from the device");
 }
 
-void Device::startTimer() { check(cudaEventRecord(m_state->start, m_state->stream), "recording an event"); }
+void Device::startTimer() {
+  check(cudaEventRecord(m_state->start, m_state->stream), "recording an event");
+}
 
 double Device::stopTimer() {
   check(cudaGetLastError(), "launching a kernel");
@@ -224,8 +226,8 @@ double Device::stopTimer() {
   return static_cast<double>(ms) * 1e-3;
 }
 
-void Device::gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const float* a,
-                  int64_t a_stride, const float* b, int64_t b_stride, float* c, int64_t batch) {
+void Device::gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const float* a, int64_t a_stride,
+                  const float* b, int64_t b_stride, float* c, int64_t batch) {
   // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
   // C^T = op(B)^T op(A)^T, and a row-major matrix read column-major is its transpose.
   const float alpha = 1.0f, beta = 0.0f;

@@ -25,12 +25,14 @@ std::string noDeviceReason() {
   }
 }
 
-#define SKIP_WITHOUT_CUDA_DEVICE()                                   \
-  if (const std::string why = noDeviceReason(); !why.empty()) {      \
-    GTEST_SKIP() << "no CUDA device to run on: " << why;             \
+#define SKIP_WITHOUT_CUDA_DEVICE()                              \
+  if (const std::string why = noDeviceReason(); !why.empty()) { \
+    GTEST_SKIP() << "no CUDA device to run on: " << why;        \
   }
 
-ir::TensorValue f32(ir::Shape shape, std::vector<double> values) { return {std::move(shape), DType::kF32, values, {}}; }
+ir::TensorValue f32(ir::Shape shape, std::vector<double> values) {
+  return {std::move(shape), DType::kF32, values, {}};
+}
 
 void expectError(const std::function<void()>& run, ErrorKind kind, const std::string& text) {
   try {
@@ -114,8 +116,8 @@ TEST(CudaExecutor, MatMulTransposesAndBroadcastsOverTheBatchLikeTheCpuExecutor) 
   SKIP_WITHOUT_CUDA_DEVICE();
   ir::Graph g;
   const int a = g.addInput("a", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);  // [batch, k, m] read transposed
-  const int b = g.addWeight("b", {5, 3}, DType::kF32);                             // [n, k] read transposed
-  g.markOutput(g.matmul("mm", a, b, true, true));                                  // [2, 4, 5]
+  const int b = g.addWeight("b", {5, 3}, DType::kF32);                            // [n, k] read transposed
+  g.markOutput(g.matmul("mm", a, b, true, true));                                 // [2, 4, 5]
   std::map<std::string, ir::TensorValue> feeds;
   std::vector<double> av(24), bv(15);
   for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
@@ -125,7 +127,8 @@ TEST(CudaExecutor, MatMulTransposesAndBroadcastsOverTheBatchLikeTheCpuExecutor) 
   const TimedRun gpu = CudaExecutor(g).runTimed(feeds, {0, 1});
   const std::vector<ir::TensorValue> cpu = CpuExecutor(g, {}).run(feeds);
   const int out = g.outputs()[0];
-  EXPECT_EQ(gpu.values[static_cast<size_t>(out)].floats, cpu[static_cast<size_t>(out)].floats);  // small integers: exact
+  EXPECT_EQ(gpu.values[static_cast<size_t>(out)].floats,
+            cpu[static_cast<size_t>(out)].floats);  // small integers: exact
 }
 
 TEST(CudaExecutor, RunsTheMlpTrainingStepWithinF32RoundingOfTheCpuExecutor) {
@@ -142,7 +145,8 @@ TEST(CudaExecutor, RunsTheMlpTrainingStepWithinF32RoundingOfTheCpuExecutor) {
     const std::vector<double>& a = gpu.values[static_cast<size_t>(id)].floats;
     const std::vector<double>& b = cpu[static_cast<size_t>(id)].floats;
     double error = 0, scale = 0;
-    for (size_t i = 0; i < a.size(); ++i) error = std::max(error, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
+    for (size_t i = 0; i < a.size(); ++i)
+      error = std::max(error, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
     // f32 sums of up to 784 terms in two orders: normwise within a few hundred ulp.
     EXPECT_LT(error, 1e-5 * std::max(scale, 1e-30)) << built.graph.tensor(id).name;
   }

@@ -59,7 +59,7 @@ TEST(Compare, JoinsPerOpRowsByNameAndListsOneSidedOps) {
   EXPECT_EQ(s["matched"], 2);
   EXPECT_EQ(s["simulator_only"], 1);
   EXPECT_EQ(s["reference_only"], 1);
-  EXPECT_DOUBLE_EQ(s["matched_ratio"].get<double>(), 2500.0);  // (4 + 1) ms / 2 us
+  EXPECT_DOUBLE_EQ(s["matched_ratio"].get<double>(), 2500.0);    // (4 + 1) ms / 2 us
   EXPECT_DOUBLE_EQ(c["step_time_ratio"].get<double>(), 3000.0);  // 9 ms / 3 us
   EXPECT_TRUE(c["numerics"].is_null());
   EXPECT_NE(comparisonText(c).find("numerics     none"), std::string::npos);
@@ -71,8 +71,9 @@ TEST(Compare, CsvQuotesNamesAndLeavesMissingCellsEmpty) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')), "op,type,status,sim_cycles,sim_time_s,ref_time_s,ratio,flops,hbm_bytes");
   EXPECT_NE(csv.find("\n\"fused,b\",Add,matched,0,0.0,0.001,,4,8\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nd,Transpose,reference only,,,0.004,,,\n"), std::string::npos) << csv;
-  EXPECT_EQ(numericsCsv(c),
-            "output,op,status,precision,elements,max_abs_error,max_rel_error,normwise_rel_error,nonfinite_mismatches\n");
+  EXPECT_EQ(
+      numericsCsv(c),
+      "output,op,status,precision,elements,max_abs_error,max_rel_error,normwise_rel_error,nonfinite_mismatches\n");
 }
 
 TEST(Compare, OutputErrorsAreMaxAbsoluteRelativeAndNormwise) {
@@ -128,8 +129,8 @@ TEST(Compare, RejectsReportsOfTheWrongKindOrOfDifferentSteps) {
 }
 
 TEST(Compare, SameReportsGiveTheSameText) {
-  const Json rows = Json::array({numericsRow("y", "a", "f32", outputErrors(std::vector<double>{1.0},
-                                                                          std::vector<double>{1.0}))});
+  const Json rows =
+      Json::array({numericsRow("y", "a", "f32", outputErrors(std::vector<double>{1.0}, std::vector<double>{1.0}))});
   EXPECT_EQ(buildComparison(simReport(), refReport(), rows).dump(),
             buildComparison(simReport(), refReport(), rows).dump());
   const std::string text = comparisonText(buildComparison(simReport(), refReport(), rows));
