@@ -98,7 +98,14 @@ TEST(CudaExecutor, RunsASmallTrainingStepLikeTheCpuExecutor) {
   const TimedRun gpu = CudaExecutor(g).runTimed(tinyFeeds(2), {1, 3});
   const std::vector<ir::TensorValue> cpu = CpuExecutor(g, {}).run(tinyFeeds(2));
   ASSERT_EQ(gpu.op_seconds.size(), g.ops().size());
-  for (double seconds : gpu.op_seconds) EXPECT_GT(seconds, 0.0);
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    // A Reshape launches nothing (its output aliases its input): its two events may read 0 apart.
+    if (g.ops()[i].type == ir::OpType::kReshape) {
+      EXPECT_GE(gpu.op_seconds[i], 0.0);
+    } else {
+      EXPECT_GT(gpu.op_seconds[i], 0.0) << g.ops()[i].name;
+    }
+  }
   for (const ir::Tensor& tensor : g.tensors()) {
     const ir::TensorValue& a = gpu.values[static_cast<size_t>(tensor.id)];
     const ir::TensorValue& b = cpu[static_cast<size_t>(tensor.id)];
