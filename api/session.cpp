@@ -18,12 +18,14 @@
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
 #include "sim/common/numerics.hpp"
+#include "sim/hbm/cmem_config.hpp"
 
 namespace tpusim {
 
 HardwareParams resolveHardware(const RunRequest& request) {
   HardwareParams hw = HardwareParams::load(request.hw);
   hw.apply(request.overrides);
+  cmemGeometryOf(hw.config());  // CMEM's parameters against one another, before anything compiles
   return hw;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "frontend/passes/cmem_placement.hpp"
 #include "frontend/passes/constant_fold.hpp"
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/memory_plan.hpp"
@@ -31,6 +32,7 @@ std::vector<std::string> compilerPassNames() {
   std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4")).names();
   names.push_back("memory_plan");
   names.push_back("lower");
+  names.push_back("cmem_placement");
   return names;
 }
 
@@ -47,14 +49,16 @@ Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const Lo
                 "unknown pass '" + name + "' for --print-ir-after (passes: " + list + ", or all)");
   }
   std::vector<std::string> graph_prints;
-  bool print_plan = false;
+  bool print_plan = false, print_placement = false;
   for (const std::string& name : compile.print_ir_after) {
-    if (name == "memory_plan" || name == "lower") {
+    if (name == "memory_plan" || name == "lower" || name == "cmem_placement") {
+      print_placement = print_placement || name == "cmem_placement";
       print_plan = print_plan || name == "memory_plan";
       continue;
     }
     graph_prints.push_back(name);
     print_plan = print_plan || name == "all";
+    print_placement = print_placement || name == "all";
   }
   const ir::Graph compiled_graph = passes.run(graph, graph_prints, compile.ir_out, compiled.timings);
 
@@ -69,6 +73,14 @@ Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const Lo
   compiled.program = lowerToProgram(compiled_graph, plan, hw, options);
   compiled.timings.push_back(
       {"lower", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+
+  start = std::chrono::steady_clock::now();
+  program::ChipProgram& chip = *compiled.program.mutable_chips(0);
+  placeInCmem(chip, hw.config());
+  compiled.timings.push_back(
+      {"cmem_placement", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+  if (print_placement && compile.ir_out)
+    *compile.ir_out << "// IR after cmem_placement\n" << describeCmemPlacement(chip);
   return compiled;
 }
 

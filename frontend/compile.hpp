@@ -1,5 +1,5 @@
 // The compiler pipeline: the Graph -> Graph passes (frontend/passes), memory
-// planning, then lowering to a Program, each timed.
+// planning, lowering to a Program, then CMEM placement on the Program, each timed.
 //
 //   constant_fold     transposes into matmul flags, identities, chains (passes/constant_fold.hpp)
 //   dead_code         drop ops nothing reads
@@ -8,6 +8,7 @@
 //   mxu_padding       GEMM shapes padded to the MXU tile (passes/mxu_padding.hpp)
 //   memory_plan       HBM offsets with reuse (passes/memory_plan.hpp)
 //   lower             the Program (lower/lower.hpp)
+//   cmem_placement    buffers pinned in software-managed CMEM (passes/cmem_placement.hpp)
 #pragma once
 
 #include <ostream>

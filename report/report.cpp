@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "report/cmem_section.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -317,6 +318,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   nlohmann::ordered_json units = nlohmann::ordered_json::object();
   for (const std::string& unit : result.timeline.unitNames()) units[unit] = unitEntry(*result.stats, unit);
   units["chip0.hbm"] = unitEntry(*result.stats, "chip0.hbm");
+  if (result.stats->find("chip0.cmem.busy_cycles")) units["chip0.cmem"] = unitEntry(*result.stats, "chip0.cmem");
   report["units"] = units;
 
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
@@ -343,6 +345,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   const PerOp per_op = perOpEntries(chip, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
+  report["cmem"] = cmemSection(chip, result, hw);
 
   report["stats"] = statsEntries(*result.stats);
   return report;
@@ -463,6 +466,7 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     }
   }
   appendMxuSummary(report, out);
+  appendCmemSummary(report, out);
   if (report.contains("host")) {
     const auto& h = report["host"];
     std::snprintf(line, sizeof(line),

@@ -1,4 +1,4 @@
-// A TPU chip: its TensorCores, its HBM and the scoreboard they share.
+// A TPU chip: its TensorCores, its CMEM (when on) and HBM, and the scoreboard they share.
 #pragma once
 
 #include <memory>
@@ -9,6 +9,7 @@
 #include "configs/hardware.pb.h"
 #include "sim/common/scoreboard.hpp"
 #include "sim/core/tensor_core.hpp"
+#include "sim/hbm/cmem.hpp"
 #include "sim/hbm/hbm.hpp"
 #include "traces/program.pb.h"
 
@@ -26,6 +27,7 @@ class Chip : public sc_core::sc_module {
  private:
   Scoreboard m_scoreboard;
   std::unique_ptr<Hbm> m_hbm;
+  std::unique_ptr<Cmem> m_cmem;  // null when cmem.mode is off
   std::vector<std::unique_ptr<TensorCore>> m_cores;
 };
 

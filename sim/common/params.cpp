@@ -144,7 +144,7 @@ const std::vector<ParamInfo>& HardwareParams::declarations() {
 
 const ParamInfo& HardwareParams::find(std::string_view name) {
   const auto& params = declarations();
-  const ParamInfo* closest = nullptr;
+  std::vector<const ParamInfo*> closest;  // every name at the best distance, in schema order
   size_t best = SIZE_MAX;
   for (const ParamInfo& param : params) {
     if (param.name == name) return param;
@@ -153,13 +153,19 @@ const ParamInfo& HardwareParams::find(std::string_view name) {
     const size_t distance = std::min(editDistance(name, param.name), editDistance(name, leaf));
     if (distance < best) {
       best = distance;
-      closest = &param;
+      closest.clear();
     }
+    if (distance == best) closest.push_back(&param);
   }
   std::string message = "unknown parameter '" + std::string(name) + "'";
-  // Suggest only a near miss: a typo, not an unrelated word.
-  if (closest != nullptr && best <= std::max<size_t>(2, name.size() / 3)) {
-    message += "; did you mean '" + closest->name + "'?";
+  // Suggest only a near miss: a typo, not an unrelated word. A leaf two groups share
+  // ("bandwidth_gbps") suggests both.
+  if (!closest.empty() && best <= std::max<size_t>(2, name.size() / 3)) {
+    message += "; did you mean ";
+    for (size_t i = 0; i < closest.size(); ++i) {
+      message += (i == 0 ? "'" : i + 1 == closest.size() ? " or '" : ", '") + closest[i]->name + "'";
+    }
+    message += "?";
   }
   message += " (tpusim hw params lists them all)";
   throw Error(ErrorKind::kInvalidConfig, message);

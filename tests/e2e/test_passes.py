@@ -33,7 +33,7 @@ def test_compile_reports_time_per_stage(tpusim_bin, tmp_path):
     result = run(tpusim_bin, "compile", str(ROOT / "traces" / "mlp.onnx"), "-o", str(tmp_path / "mlp.program.pb"))
     assert result.returncode == 0, result.stderr
     stages = [line.split()[0] for line in result.stdout.splitlines()[2:-1]]
-    assert stages == ["import_and_training_graph"] + PASSES + ["lower"]
+    assert stages == ["import_and_training_graph"] + PASSES + ["lower", "cmem_placement"]
     assert (tmp_path / "mlp.program.pb").stat().st_size > 0
 
 
