@@ -125,6 +125,34 @@ PerOpTable perOpTable(const Json& sim, const Json& ref) {
   return table;
 }
 
+// The matched outputs grouped by precision, in the order each first appears: the
+// largest of each error over the group.
+Json byPrecision(const Json& rows) {
+  Json groups = Json::array();
+  std::map<std::string, size_t> index;
+  for (const Json& row : rows) {
+    if (row.at("status") != "matched") continue;
+    const std::string precision = row.at("precision").get<std::string>();
+    auto [it, inserted] = index.emplace(precision, groups.size());
+    if (inserted) {
+      groups.push_back({{"precision", precision},
+                        {"outputs", 0},
+                        {"max_abs_error", 0.0},
+                        {"max_rel_error", 0.0},
+                        {"normwise_rel_error", 0.0},
+                        {"nonfinite_mismatches", 0}});
+    }
+    Json& group = groups[it->second];
+    group["outputs"] = group["outputs"].get<uint64_t>() + 1;
+    for (const char* key : {"max_abs_error", "max_rel_error", "normwise_rel_error"}) {
+      group[key] = std::max(group[key].get<double>(), row.at(key).get<double>());
+    }
+    group["nonfinite_mismatches"] =
+        group["nonfinite_mismatches"].get<uint64_t>() + row.at("nonfinite_mismatches").get<uint64_t>();
+  }
+  return groups;
+}
+
 }  // namespace
 
 void checkComparable(const Json& sim, const Json& ref) {
@@ -228,6 +256,7 @@ Json buildComparison(const Json& sim, const Json& ref, const Json& numerics_rows
     c["numerics"] = {{"simulator", simulatorNumerics(sim.at("functional"))},
                      {"reference", referenceNumerics(ref)},
                      {"seed", ref.at("seed")},
+                     {"by_precision", byPrecision(numerics_rows)},
                      {"outputs", numerics_rows}};
   }
   return c;

@@ -115,6 +115,14 @@ std::string comparisonText(const Json& c) {
                       : "");
     out << line;
   }
+  for (const Json& group : n["by_precision"]) {
+    std::snprintf(line, sizeof(line), "  %-24s %-20s %-15s %-9s %9s %12s %12s %12s\n",
+                  ("all " + group["precision"].get<std::string>() + " outputs").c_str(), "",
+                  (group["outputs"].dump() + " matched").c_str(), group["precision"].get<std::string>().c_str(), "-",
+                  number(group["max_abs_error"], "%.3g").c_str(), number(group["max_rel_error"], "%.3g").c_str(),
+                  number(group["normwise_rel_error"], "%.3g").c_str());
+    out << line;
+  }
   return out.str();
 }
 

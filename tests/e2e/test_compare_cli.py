@@ -83,6 +83,9 @@ def test_mxu_numerics_match_the_functional_outputs_exactly(tpusim_bin, runs, tmp
         assert row["status"] == "matched" and row["precision"] == "f32" and row["elements"] > 0
         assert row["max_abs_error"] == 0 and row["max_rel_error"] == 0 and row["nonfinite_mismatches"] == 0, row
     assert "matmul precision default" in c["numerics"]["simulator"] and c["numerics"]["seed"] == 5
+    assert c["numerics"]["by_precision"] == [{"precision": "f32", "outputs": len(outputs), "max_abs_error": 0.0,
+                                              "max_rel_error": 0.0, "normwise_rel_error": 0.0,
+                                              "nonfinite_mismatches": 0}]
     assert "numerics     simulator: mxu (weight_stationary dataflow" in text
     with open(tmp_path / "numerics.csv", newline="") as f:
         assert [float(r["max_abs_error"]) for r in csv.DictReader(f)] == [0.0] * len(outputs)
@@ -96,6 +99,8 @@ def test_reference_numerics_are_within_the_documented_bound(tpusim_bin, runs, tm
         assert row["status"] == "matched" and row["nonfinite_mismatches"] == 0
         assert row["normwise_rel_error"] < REFERENCE_NUMERICS_BOUND, row
     assert max(row["max_abs_error"] for row in outputs) > 0  # one bf16 pass is not the f32 kernels
+    [f32] = c["numerics"]["by_precision"]
+    assert f32["normwise_rel_error"] == max(row["normwise_rel_error"] for row in outputs) < REFERENCE_NUMERICS_BOUND
 
 
 def test_the_same_reports_give_the_same_files(tpusim_bin, runs, tmp_path):

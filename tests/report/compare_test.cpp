@@ -128,6 +128,23 @@ TEST(Compare, RejectsReportsOfTheWrongKindOrOfDifferentSteps) {
   EXPECT_THROW(buildComparison(simReport(), twice, Json()), Error);
 }
 
+TEST(Compare, NumericsAreSummedUpPerPrecision) {
+  const Json rows = Json::array(
+      {numericsRow("y", "a", "f32", outputErrors(std::vector<double>{1.5}, std::vector<double>{1.0})),
+       numericsRow("z", "c", "bf16", outputErrors(std::vector<double>{2.0}, std::vector<double>{2.0})),
+       numericsRow("w", "c", "f32", outputErrors(std::vector<double>{4.0, 1.0}, std::vector<double>{4.0, 2.0})),
+       numericsOneSidedRow("v", "d", "f32", "reference only")});
+  const Json groups = buildComparison(simReport(), refReport(), rows)["numerics"]["by_precision"];
+  ASSERT_EQ(groups.size(), 2u);  // f32 first: the first row's
+  EXPECT_EQ(groups[0]["precision"], "f32");
+  EXPECT_EQ(groups[0]["outputs"], 2);               // the one-sided row is not an error figure
+  EXPECT_EQ(groups[0]["max_abs_error"], 1.0);       // w: |1 - 2|
+  EXPECT_EQ(groups[0]["max_rel_error"], 0.5);       // y: 0.5 / 1, w: 1 / 2
+  EXPECT_EQ(groups[0]["normwise_rel_error"], 0.5);  // y: 0.5 / 1; w: 1 / 4
+  EXPECT_EQ(groups[1]["precision"], "bf16");
+  EXPECT_EQ(groups[1]["max_abs_error"], 0.0);
+}
+
 TEST(Compare, SameReportsGiveTheSameText) {
   const Json rows =
       Json::array({numericsRow("y", "a", "f32", outputErrors(std::vector<double>{1.0}, std::vector<double>{1.0}))});
