@@ -15,7 +15,7 @@
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 out="${OUT:-$root/gpu-check-out}"
 build="${BUILD_DIR:-$root/build-gpu}"
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 4)}"
