@@ -303,6 +303,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
                                    const RunInfo& info) {
   nlohmann::ordered_json report;
   report["schema_version"] = kReportSchemaVersion;
+  report["kind"] = kSimulationReportKind;
   report["model"] = info.model;
   report["hw"] = hw.name();
   report["mode"] = program.mode();
