@@ -65,6 +65,7 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
   Compiled compiled = compileGraph(built.graph, hw, lower, options);
+  if (!isHloPath(request.model_path)) compiled.program.set_precision(request.precision);
   if (timings) {
     timings->push_back({"import_and_training_graph", built_in.count()});
     timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());
@@ -236,10 +237,7 @@ RunOutcome runRequest(const RunRequest& request) {
   outcome.program = compileRequest(request, hw);
   const SimResult result = simulate(outcome.program, hw);
   outcome.report = buildReport(outcome.program, result, hw,
-                               RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline,
-                                       isProgramPath(request.model_path) || isHloPath(request.model_path)
-                                           ? std::string()
-                                           : request.precision});
+                               RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
   if (request.steps > 0) {
     outcome.report["host"] = runHostSteps(hw, outcome.report, request.steps, *result.stats);
     outcome.report["stats"] = statsEntries(*result.stats);  // with the host's

@@ -308,7 +308,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["hw"] = hw.name();
   report["mode"] = program.mode();
   report["batch"] = program.batch();
-  if (!info.precision.empty()) report["precision"] = info.precision;
+  if (!program.precision().empty()) report["precision"] = program.precision();
   nlohmann::ordered_json overrides = nlohmann::ordered_json::object();
   for (const auto& [key, value] : info.overrides) overrides[key] = value;
   report["overrides"] = overrides;

@@ -21,7 +21,6 @@ struct RunInfo {
   std::string model;
   ParamOverrides overrides;
   bool instruction_timeline = true;  // false: "ops" is left empty (the per-op and per-layer figures stay)
-  std::string precision;             // the precision policy a model was built with; empty for a saved Program
 };
 
 nlohmann::ordered_json buildReport(const program::Program& program, const SimResult& result, const HardwareParams& hw,

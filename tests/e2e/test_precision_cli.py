@@ -63,3 +63,14 @@ def test_precision_does_not_apply_to_a_compiled_program(tpusim_bin, tmp_path):
     assert tpusim(tpusim_bin, "compile", str(TRACES / "mlp.onnx"), "-o", str(program)).returncode == 0
     result = tpusim(tpusim_bin, "run", str(program), "--precision", "mixed_bfloat16", "--out", str(tmp_path))
     assert result.returncode == 2 and "--precision applies when compiling a model" in result.stderr
+
+
+def test_a_compiled_program_keeps_its_policy(tpusim_bin, tmp_path):
+    program = tmp_path / "mlp.tpuprog"
+    compiled = tpusim(tpusim_bin, "compile", str(TRACES / "mlp.onnx"), "--precision", "mixed_bfloat16", "-o",
+                      str(program))
+    assert compiled.returncode == 0, compiled.stderr
+    direct = run(tpusim_bin, tmp_path / "direct", "mlp.onnx", "--precision", "mixed_bfloat16")
+    saved = run(tpusim_bin, tmp_path / "saved", str(program))
+    assert saved["precision"] == "mixed_bfloat16"
+    assert saved["total_cycles"] == direct["total_cycles"]
