@@ -60,6 +60,8 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.matmul_precision = value.cast<std::string>();
     else if (name == "tiling_objective")
       request.tiling_objective = value.cast<std::string>();
+    else if (name == "precision")
+      request.precision = value.cast<std::string>();
     else if (name == "topology")
       request.topology = value.cast<std::string>();
     else if (name == "all_reduce_bucket_mib")
@@ -69,7 +71,7 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib)");
+                              "precision, matmul_precision, tiling_objective, topology, all_reduce_bucket_mib)");
     }
   }
 }
