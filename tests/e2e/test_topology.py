@@ -1,5 +1,6 @@
 """`tpusim run MODEL --topology SHAPE`: data parallel over an ICI slice, and its bad inputs."""
 import json
+import pathlib
 import subprocess
 
 import pytest
@@ -118,3 +119,14 @@ def test_a_saved_program_on_another_slice_is_an_error(tpusim_bin, mlp_path, tmp_
     assert result.returncode == 2
     assert "--topology 4x4x8 (128 chips) does not match" in result.stderr
     assert "compiled for 64 replicas on 4x4x4; recompile the model" in result.stderr
+
+
+def test_a_preset_file_with_a_zero_bandwidth_link_is_an_error(tpusim_bin, mlp_path, tmp_path):
+    preset = (pathlib.Path(__file__).resolve().parents[2] / "configs" / "tpuv4.textproto").read_text()
+    assert "link_bandwidth_gbps: 50 " in preset
+    path = tmp_path / "zero_link.textproto"
+    path.write_text(preset.replace("link_bandwidth_gbps: 50 ", "link_bandwidth_gbps: 0 "))
+    result = run(tpusim_bin, "run", mlp_path, "--hw", str(path), "--topology", "2x2x2", "--out", str(tmp_path))
+    assert result.returncode == 2
+    assert "parameter ici.link_bandwidth_gbps must be > 0 (got 0 GB/s)" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
