@@ -12,6 +12,7 @@
 #include "api/npy.hpp"
 #include "api/session.hpp"
 #include "frontend/program_io.hpp"
+#include "report/interconnect_section.hpp"
 #include "report/report.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
@@ -62,6 +63,9 @@ int runCommand(const std::vector<std::string>& args) {
   if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   writeReport(outcome.report, report_path);
+  if (outcome.report.contains("interconnect")) {
+    writeLinksCsv(outcome.report, (std::filesystem::path(out_dir) / "links.csv").string());
+  }
   std::cout << summarizeReport(outcome.report);
   if (functional) {
     std::filesystem::create_directories(std::filesystem::path(out_dir) / "functional", ec);

@@ -286,11 +286,6 @@ int Graph::allReduce(const std::string& name, int x, Reduction reduction, int64_
   if (reduction != Reduction::kSum && reduction != Reduction::kMax && reduction != Reduction::kMin)
     shapeError(name, "an all-reduce sums, or takes the max or min");
   if (replicas < 1) shapeError(name, "an all-reduce needs at least one replica");
-  if (replicas > 1) {
-    throw Error(ErrorKind::kUnsupported, "op '" + name + "': unsupported: all-reduce across " +
-                                             std::to_string(replicas) +
-                                             " replicas needs the interconnect model (not built yet)");
-  }
   Op op = makeOp(name, OpType::kAllReduce, {x});
   op.reduction = reduction;
   op.replicas = replicas;
@@ -765,6 +760,7 @@ const char* unitName(Unit unit) {
     case Unit::kVpu: return "vpu";
     case Unit::kDma: return "dma";
     case Unit::kView: return "view";
+    case Unit::kIci: return "ici";
   }
   return "?";
 }
