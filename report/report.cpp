@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "report/cmem_section.hpp"
+#include "report/peaks_section.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -345,6 +346,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);
+  report["peaks"] = peaksSection(hw);
 
   report["stats"] = statsEntries(*result.stats);
   return report;
