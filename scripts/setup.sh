@@ -25,6 +25,7 @@ packages=(
   pybind11-dev python3-dev
   python3-onnx python3-numpy python3-pytest
   libonnx-testdata
+  chromium  # headless, for the report.html browser test (tests/e2e/test_report_browser.py)
 )
 if [[ "${TPUSIM_WITH_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch python3-torchvision)
