@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kStyle = R"CSS(
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1b1f24; max-width: 1100px; }
-h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; } h3 { font-size: 14px; }
 .sub { color: #57606a; margin-top: 0; } .note { color: #57606a; font-size: 12px; }
 .headline { font-weight: 600; font-size: 15px; }
 #script-errors { color: #b00020; background: #fff0f0; padding: 8px; white-space: pre-wrap; }
@@ -22,7 +22,7 @@ svg text { font-size: 11px; fill: #1b1f24; } svg .tick { fill: #57606a; }
 .lane { fill: #f3f4f6; } .axis, .frame { stroke: #8c959f; fill: none; } .grid { stroke: #eaeef2; }
 .roof { stroke: #1b1f24; stroke-width: 2; fill: none; } .roof.vpu { stroke-dasharray: 6 4; stroke: #8c959f; }
 .point.mxu { fill: #0969da; opacity: 0.75; } .point.vpu { fill: #d1770e; opacity: 0.75; }
-.step { fill: #cf222e; } .bar { fill: #0969da; } .bar.vmem { fill: #8250df; } .cell { stroke: #fff; }
+.step { fill: #cf222e; } .bar { fill: #0969da; } .memory-over-time .bar { fill: #54aeff; } .bar.vmem { fill: #8250df; } .cell { stroke: #fff; }
 .scroll { max-height: 420px; overflow: auto; border: 1px solid #d0d7de; }
 table { border-collapse: collapse; font-size: 12px; } th, td { padding: 2px 8px; border-bottom: 1px solid #eaeef2; }
 th { position: sticky; top: 0; background: #f6f8fa; cursor: pointer; text-align: left; } td.n { text-align: right; }
@@ -148,6 +148,7 @@ nlohmann::ordered_json reportPageData(const nlohmann::ordered_json& report) {
   data["layer_columns"] = layer_columns;
   data["layers"] = tableRows(report.at("layers"), layer_columns);
   data["memory"] = report.at("memory");
+  data["memory_timeline"] = report.contains("memory_timeline") ? report.at("memory_timeline") : nullptr;
   data["interconnect"] = linkRows(report);
   return data;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "report/cmem_section.hpp"
+#include "report/memory_timeline.hpp"
 #include "report/peaks_section.hpp"
 #include "sim/common/error.hpp"
 
@@ -340,6 +341,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
+  report["memory_timeline"] = memoryTimelineSection(memoryTimeline(chip, result.timeline, result.total_cycles));
   report["hbm"] = hbmEntry(result, hw);
   report["dma"] = dmaEntries(result);
   const PerOp per_op = perOpEntries(chip, result, hw);

@@ -78,10 +78,12 @@
     });
     const axisY = top + row * t.units.length + 4;
     svg.appendChild(el("line", {x1: label, x2: label + plot, y1: axisY, y2: axisY, class: "axis"}));
+    const stepS = t.total_cycles / t.clock_hz;
+    const [scale, unit] = stepS >= 1 ? [1, "s"] : stepS >= 1e-3 ? [1e3, "ms"] : stepS >= 1e-6 ? [1e6, "us"] : [1e9, "ns"];
     for (let i = 0; i <= 5; i++) {
       const cycle = t.total_cycles * i / 5;
-      svg.appendChild(el("text", {x: x(cycle), y: axisY + 14, "text-anchor": "middle", class: "tick"},
-                         (cycle / t.clock_hz * 1e6).toPrecision(3) + " us"));
+      svg.appendChild(el("text", {x: x(cycle), y: axisY + 14, "text-anchor": i === 0 ? "start" : i === 5 ? "end" : "middle",
+                                  class: "tick"}, Number((cycle / t.clock_hz * scale).toPrecision(3)) + " " + unit));
     }
     svg.appendChild(el("text", {x: label + plot / 2, y: axisY + 30, "text-anchor": "middle", class: "tick"},
                        windows + " windows of " + t.window_cycles + " cycles; bar height = share of the window busy"));
@@ -194,10 +196,43 @@
       svg.appendChild(el("text", {x: label + plot * b[1] / scale + 6, y: y + 14, class: "tick"}, bytes(b[1])));
     });
     node.appendChild(svg);
-    node.appendChild(html("p", "HBM bars share one scale (the largest of them), VMEM bars another. Memory over time is not " +
-                               "shown: report.json holds the memory plan's peaks (the most bytes live at once is reached at " +
-                               m.live_peak_op + "), not when in the step each tensor is allocated and freed.", "note"));
+    node.appendChild(html("p", "HBM bars share one scale (the largest of them), VMEM bars another.", "note"));
+    memoryOverTime(data, node);
     done(node);
+  }
+
+  function memoryOverTime(data, node) {
+    const t = data.memory_timeline, m = data.memory;
+    if (!t) {
+      node.appendChild(html("p", "No memory_timeline in this report.json, so no memory over time.", "note"));
+      return;
+    }
+    const width = 940, height = 220, left = 90, right = 20, top = 14, bottom = 34, plot = width - left - right;
+    const windows = t.window_peak_bytes.length;
+    const ymax = Math.max(1, m.peak_bytes, t.peak_bytes) * 1.1;
+    const y = (v) => height - bottom - (height - top - bottom) * v / ymax;
+    const svg = el("svg", {width: width, height: height, role: "img", class: "memory-over-time"});
+    svg.appendChild(el("rect", {x: left, y: top, width: plot, height: height - top - bottom, class: "frame"}));
+    t.window_peak_bytes.forEach(function (value, w) {
+      const x0 = left + plot * w / windows, x1 = left + plot * (w + 1) / windows;
+      svg.appendChild(tip(el("rect", {x: x0, y: y(value), width: Math.max(0.5, x1 - x0 - 0.5), height: y(0) - y(value), class: "bar"}),
+                          "cycles " + w * t.window_cycles + "-" + (w + 1) * t.window_cycles + ": at most " + bytes(value)));
+    });
+    for (const [value, name] of [[m.peak_bytes, "plan peak"], [m.persistent_bytes, "persistent"]]) {
+      svg.appendChild(el("line", {x1: left, x2: left + plot, y1: y(value), y2: y(value), class: "roof vpu"}));
+      svg.appendChild(el("text", {x: left + plot - 4, y: y(value) - 4, "text-anchor": "end", class: "tick"}, name + " " + bytes(value)));
+    }
+    for (let i = 0; i <= 4; i++) {
+      svg.appendChild(el("text", {x: left - 6, y: y(ymax * i / 5) + 4, "text-anchor": "end", class: "tick"}, bytes(Math.round(ymax * i / 5))));
+    }
+    svg.appendChild(el("text", {x: left + plot / 2, y: height - 10, "text-anchor": "middle", class: "tick"},
+                       windows + " windows of " + t.window_cycles + " cycles; bar = the most HBM bytes held in the window"));
+    node.appendChild(html("h3", "HBM held over the step"));
+    node.appendChild(svg);
+    node.appendChild(html("p", "From the memory plan's addresses and the timeline: a tensor holds its bytes from the start of the op " +
+                               "that writes it to the end of the last op that reads it; inputs, weights and optimizer state " +
+                               "throughout. Peak " + bytes(t.peak_bytes) + " at cycle " + t.peak_cycle + " (the plan's most live at " +
+                               "once: " + bytes(m.live_peak_bytes) + ", at " + m.live_peak_op + ").", "note"));
   }
 
   function interconnect(data, node) {

@@ -8,6 +8,11 @@
 
 namespace tpusim {
 
+uint64_t timelineWindowCycles(uint64_t total_cycles) {
+  const uint64_t count = std::min(kMaxTimelineWindows, total_cycles);
+  return count == 0 ? 0 : (total_cycles + count - 1) / count;
+}
+
 size_t UtilizationWindows::windows() const {
   return window_cycles == 0 ? 0 : static_cast<size_t>((total_cycles + window_cycles - 1) / window_cycles);
 }
@@ -28,10 +33,7 @@ bool hasInstructionTimeline(const nlohmann::ordered_json& report) {
 UtilizationWindows utilizationWindows(const nlohmann::ordered_json& report) {
   UtilizationWindows out;
   out.total_cycles = report.at("total_cycles").get<uint64_t>();
-  if (out.total_cycles > 0) {
-    const uint64_t count = std::min(kMaxTimelineWindows, out.total_cycles);
-    out.window_cycles = (out.total_cycles + count - 1) / count;
-  }
+  out.window_cycles = timelineWindowCycles(out.total_cycles);
   // Execution units are the "units" entries that count instructions (not HBM or CMEM).
   std::map<std::string, size_t> index;
   for (const auto& [name, unit] : report.at("units").items()) {

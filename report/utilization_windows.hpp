@@ -15,6 +15,7 @@ namespace tpusim {
 // Window rule: at most kMaxTimelineWindows windows of ceil(total_cycles / kMaxTimelineWindows)
 // cycles each; the last one ends at total_cycles and may be shorter.
 inline constexpr uint64_t kMaxTimelineWindows = 100;
+uint64_t timelineWindowCycles(uint64_t total_cycles);  // 0 for an empty step
 
 struct UtilizationWindows {
   uint64_t total_cycles = 0;

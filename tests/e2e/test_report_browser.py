@@ -57,6 +57,7 @@ def test_every_section_renders_without_script_errors(tpusim_bin, mlp_path, tmp_p
         if "instructions" in stats:
             assert ">" + unit + "</text>" in found["utilization-plot"][1], unit
     assert found["roofline-plot"][1].count("<circle") > 0
+    assert 'class="memory-over-time"' in found["memory-plot"][1]
     for section, rows in (("per-op-table", report["per_op"]), ("layers-table", report["layers"])):
         table = found[section][1].split("</table>")[0]
         assert table.count("<tr>") == len(rows) + 1, section
