@@ -14,7 +14,7 @@ namespace tpusim {
 struct BottleneckVerdict {
   std::string busiest_unit;  // highest utilization; on a tie the first in "units" order
   double busiest_utilization = 0;
-  bool hbm_bound = false;    // by the roofline: the step's intensity is below the ridge point
+  bool hbm_bound = false;  // by the roofline: the step's intensity is below the ridge point
   std::string headline;
   std::vector<std::string> evidence;
 };

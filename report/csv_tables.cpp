@@ -59,11 +59,17 @@ std::string objectsCsv(const nlohmann::ordered_json& rows, const std::string& ke
   return out;
 }
 
-std::string perOpCsv(const nlohmann::ordered_json& report) { return objectsCsv(report.at("per_op")); }
+std::string perOpCsv(const nlohmann::ordered_json& report) {
+  return objectsCsv(report.at("per_op"));
+}
 
-std::string layersCsv(const nlohmann::ordered_json& report) { return objectsCsv(report.at("layers")); }
+std::string layersCsv(const nlohmann::ordered_json& report) {
+  return objectsCsv(report.at("layers"));
+}
 
-std::string unitsCsv(const nlohmann::ordered_json& report) { return objectsCsv(report.at("units"), "unit"); }
+std::string unitsCsv(const nlohmann::ordered_json& report) {
+  return objectsCsv(report.at("units"), "unit");
+}
 
 std::string timelineCsv(const UtilizationWindows& windows, double clock_hz) {
   std::string out;
@@ -74,7 +80,8 @@ std::string timelineCsv(const UtilizationWindows& windows, double clock_hz) {
     std::vector<std::string> fields = {std::to_string(w), std::to_string(windows.windowStart(w)),
                                        std::to_string(windows.windowEnd(w)),
                                        nlohmann::json(static_cast<double>(windows.windowStart(w)) / clock_hz).dump()};
-    for (size_t u = 0; u < windows.units.size(); ++u) fields.push_back(nlohmann::json(windows.utilization(u, w)).dump());
+    for (size_t u = 0; u < windows.units.size(); ++u)
+      fields.push_back(nlohmann::json(windows.utilization(u, w)).dump());
     appendRow(out, fields);
   }
   return out;

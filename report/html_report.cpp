@@ -28,9 +28,10 @@ table { border-collapse: collapse; font-size: 12px; } th, td { padding: 2px 8px;
 th { position: sticky; top: 0; background: #f6f8fa; cursor: pointer; text-align: left; } td.n { text-align: right; }
 )CSS";
 
-const char* const kPerOpColumns[] = {"op", "type", "layer", "instructions", "start_cycle", "end_cycle",
-                                     "flops", "hbm_bytes", "mxu_busy_cycles", "vpu_busy_cycles",
-                                     "dma_busy_cycles", "bound_by", "bound_cycles", "bound_share"};
+const char* const kPerOpColumns[] = {
+    "op",           "type",       "layer",           "instructions",    "start_cycle",     "end_cycle",
+    "flops",        "hbm_bytes",  "mxu_busy_cycles", "vpu_busy_cycles", "dma_busy_cycles", "bound_by",
+    "bound_cycles", "bound_share"};
 
 // Rows of `entries` with `columns` only; bound_share is the row's bound_cycles over the sum.
 nlohmann::ordered_json tableRows(const nlohmann::ordered_json& entries, const nlohmann::ordered_json& columns) {
@@ -53,9 +54,12 @@ nlohmann::ordered_json tableRows(const nlohmann::ordered_json& entries, const nl
 }
 
 nlohmann::ordered_json pointJson(const RooflinePoint& point) {
-  return {{"op", point.op},          {"type", point.type},
-          {"kind", point.kind},      {"flops", point.flops},
-          {"hbm_bytes", point.hbm_bytes}, {"intensity", point.intensity},
+  return {{"op", point.op},
+          {"type", point.type},
+          {"kind", point.kind},
+          {"flops", point.flops},
+          {"hbm_bytes", point.hbm_bytes},
+          {"intensity", point.intensity},
           {"flops_per_s", point.flops_per_s}};
 }
 
@@ -142,7 +146,8 @@ nlohmann::ordered_json reportPageData(const nlohmann::ordered_json& report) {
   nlohmann::ordered_json op_columns = nlohmann::ordered_json::array();
   for (const char* column : kPerOpColumns) op_columns.push_back(column);
   nlohmann::ordered_json layer_columns = {"layer", "ops"};
-  for (size_t i = 3; i < std::size(kPerOpColumns); ++i) layer_columns.push_back(kPerOpColumns[i]);  // after op, type, layer
+  for (size_t i = 3; i < std::size(kPerOpColumns); ++i)
+    layer_columns.push_back(kPerOpColumns[i]);  // after op, type, layer
   data["per_op_columns"] = op_columns;
   data["per_op"] = tableRows(report.at("per_op"), op_columns);
   data["layer_columns"] = layer_columns;
@@ -169,14 +174,13 @@ std::string reportHtml(const nlohmann::ordered_json& report) {
   page +=
       "<noscript><p>This page draws its plots with JavaScript; the same figures are in report.json and the CSV "
       "files beside it.</p></noscript>\n";
-  const std::pair<const char*, const char*> sections[] = {
-      {"verdict", "Bottleneck"},
-      {"utilization-plot", "Utilization over time, per unit"},
-      {"roofline-plot", "Roofline"},
-      {"per-op-table", "Per op"},
-      {"layers-table", "Per layer"},
-      {"memory-plot", "Memory"},
-      {"interconnect-plot", "Interconnect links"}};
+  const std::pair<const char*, const char*> sections[] = {{"verdict", "Bottleneck"},
+                                                          {"utilization-plot", "Utilization over time, per unit"},
+                                                          {"roofline-plot", "Roofline"},
+                                                          {"per-op-table", "Per op"},
+                                                          {"layers-table", "Per layer"},
+                                                          {"memory-plot", "Memory"},
+                                                          {"interconnect-plot", "Interconnect links"}};
   for (const auto& [id, heading] : sections) {
     const bool table = std::string(id).find("table") != std::string::npos;
     page += "<h2>" + std::string(heading) + "</h2>\n<div id=\"" + id + "\"" + (table ? " class=\"scroll\"" : "") +

@@ -13,7 +13,7 @@ namespace {
 
 constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
-struct Access {  // the spans of the ops that write and read a buffer
+struct Access {                                        // the spans of the ops that write and read a buffer
   uint64_t first_write = kNever, first_read = kNever;  // earliest start
   uint64_t last_write_end = 0, last_read_end = 0;      // latest end
   bool written = false, read = false;
@@ -25,7 +25,8 @@ class RangeUnion {
  public:
   explicit RangeUnion(std::vector<uint64_t> points) : m_points(std::move(points)), m_count(m_points.size(), 0) {}
   void add(uint64_t begin, uint64_t end, int delta) {
-    const size_t first = static_cast<size_t>(std::lower_bound(m_points.begin(), m_points.end(), begin) - m_points.begin());
+    const size_t first =
+        static_cast<size_t>(std::lower_bound(m_points.begin(), m_points.end(), begin) - m_points.begin());
     for (size_t i = first; i + 1 < m_points.size() && m_points[i] < end; ++i) {
       const uint64_t length = m_points[i + 1] - m_points[i];
       if (delta > 0 && m_count[i]++ == 0) m_bytes += length;
@@ -105,7 +106,8 @@ MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& 
   RangeUnion held(points);
   for (size_t i = 0; i < changes.size();) {
     const uint64_t cycle = changes[i].cycle;
-    for (; i < changes.size() && changes[i].cycle == cycle; ++i) held.add(changes[i].begin, changes[i].end, changes[i].delta);
+    for (; i < changes.size() && changes[i].cycle == cycle; ++i)
+      held.add(changes[i].begin, changes[i].end, changes[i].delta);
     // The bytes held from `cycle` until the next change.
     const uint64_t until = i < changes.size() ? changes[i].cycle : total_cycles;
     if (cycle >= until) continue;

@@ -20,9 +20,9 @@
 namespace tpusim {
 
 struct MemoryTimeline {
-  uint64_t window_cycles = 0;        // the windows of utilization_windows.hpp
-  std::vector<uint64_t> peak_bytes;  // per window: the most bytes held at once in it
-  uint64_t peak = 0, peak_cycle = 0; // over the step, and the first cycle it is reached
+  uint64_t window_cycles = 0;         // the windows of utilization_windows.hpp
+  std::vector<uint64_t> peak_bytes;   // per window: the most bytes held at once in it
+  uint64_t peak = 0, peak_cycle = 0;  // over the step, and the first cycle it is reached
 };
 
 MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& timeline, uint64_t total_cycles);

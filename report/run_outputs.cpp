@@ -30,7 +30,8 @@ nlohmann::ordered_json readRunReport(const std::string& dir) {
   if (!fs::is_directory(dir)) throw Error(ErrorKind::kInvalidInput, "run directory '" + dir + "' does not exist");
   const fs::path path = fs::path(dir) / "report.json";
   std::ifstream file(path);
-  if (!file) throw Error(ErrorKind::kInvalidInput, "'" + dir + "' has no report.json (write one with tpusim run --out)");
+  if (!file)
+    throw Error(ErrorKind::kInvalidInput, "'" + dir + "' has no report.json (write one with tpusim run --out)");
   nlohmann::ordered_json report;
   try {
     report = nlohmann::ordered_json::parse(file);
@@ -41,9 +42,8 @@ nlohmann::ordered_json readRunReport(const std::string& dir) {
     throw Error(ErrorKind::kInvalidInput, path.string() + " is not a tpusim report: it has no schema_version");
   }
   if (report["schema_version"].get<int>() != kReportSchemaVersion) {
-    throw Error(ErrorKind::kInvalidInput, path.string() + " has schema_version " +
-                                              report["schema_version"].dump() + "; this tpusim reads version " +
-                                              std::to_string(kReportSchemaVersion));
+    throw Error(ErrorKind::kInvalidInput, path.string() + " has schema_version " + report["schema_version"].dump() +
+                                              "; this tpusim reads version " + std::to_string(kReportSchemaVersion));
   }
   return report;
 }

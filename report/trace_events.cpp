@@ -74,7 +74,7 @@ nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
     }
   }
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
-  std::map<std::string, int> pids;       // chip name to pid, in first-appearance order
+  std::map<std::string, int> pids;  // chip name to pid, in first-appearance order
   std::vector<int> unit_pid(units.size());
   std::vector<int> first_tid(units.size());
   int next_tid = 1;

@@ -19,8 +19,8 @@ uint64_t timelineWindowCycles(uint64_t total_cycles);  // 0 for an empty step
 
 struct UtilizationWindows {
   uint64_t total_cycles = 0;
-  uint64_t window_cycles = 0;      // every window but perhaps the last
-  std::vector<std::string> units;  // execution units, in report.json's "units" order
+  uint64_t window_cycles = 0;               // every window but perhaps the last
+  std::vector<std::string> units;           // execution units, in report.json's "units" order
   std::vector<std::vector<uint64_t>> busy;  // [unit][window]: cycles with an instruction in flight
 
   size_t windows() const;

@@ -42,7 +42,8 @@ int runCommand(const std::vector<std::string>& args) {
   bool functional = false;
   uint64_t seed = 0;
   uint64_t steps = 0;
-  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json, the CSVs, trace.json and report.html")(
+  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir),
+                     "directory for report.json, the CSVs, trace.json and report.html")(
       "functional", po::bool_switch(&functional),
       "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
       "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(

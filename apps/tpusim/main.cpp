@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: tpusim <command> [options]\n"
     "commands:\n"
-    "  run MODEL       simulate one step of MODEL (.onnx or a saved Program) and write report.json, CSVs, trace.json, report.html\n"
+    "  run MODEL       simulate one step of MODEL (.onnx or a saved Program); write report.json and its views\n"
     "  compile MODEL   compile MODEL to a Program file (-o FILE)\n"
     "  reference MODEL run one step for real on a reference backend (--backend cpu|cuda), timed per op\n"
     "  report RUN_DIR  remake the CSVs, trace.json and report.html of a run directory from its report.json\n"

@@ -39,7 +39,8 @@ int reportCommand(const std::vector<std::string>& args) {
   std::cout << "wrote";
   for (const std::string& name : written) std::cout << " " << name;
   std::cout << " in " << dir << "\n";
-  if (written.size() < 6) std::cout << "no instruction timeline in report.json (--no-instructions): no timeline.csv or trace.json\n";
+  if (written.size() < 6)
+    std::cout << "no instruction timeline in report.json (--no-instructions): no timeline.csv or trace.json\n";
   return 0;
 }
 

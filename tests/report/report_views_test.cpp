@@ -2,8 +2,10 @@
 // the verdict, on small reports whose figures are worked out by hand, and on the MLP.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -24,9 +26,15 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 Json op(const std::string& name, const std::string& unit, uint64_t start, uint64_t end) {
-  return {{"name", name}, {"type", "MatMul"}, {"op", "/mm"},       {"unit", unit},
+  return {{"name", name},
+          {"type", "MatMul"},
+          {"op", "/mm"},
+          {"unit", unit},
           {"unit_kind", unit.find("dma") != std::string::npos ? "dma" : "mxu"},
-          {"start_cycle", start}, {"end_cycle", end}, {"flops", 10}, {"bytes", 20}};
+          {"start_cycle", start},
+          {"end_cycle", end},
+          {"flops", 10},
+          {"bytes", 20}};
 }
 
 // Two execution units on chip0 and one on chip1; HBM counts no instructions.
@@ -70,8 +78,9 @@ TEST(UtilizationWindows, LastWindowIsShorterAndOverlapsCountOnce) {
   // 250 cycles: 100 windows of ceil(2.5) = 3 cycles would end at 300, so ceil(250 / 3) = 84
   // windows, the last [249, 250) one cycle long. The DMA's [0, 60) and [30, 90) overlap:
   // busy [0, 90) = 90 cycles, as busy_cycles counts a DMA engine.
-  const UtilizationWindows w = utilizationWindows(smallReport(
-      250, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90), op("c", "chip0.core0.mxu0", 240, 250)}));
+  const UtilizationWindows w =
+      utilizationWindows(smallReport(250, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90),
+                                           op("c", "chip0.core0.mxu0", 240, 250)}));
   EXPECT_EQ(w.window_cycles, 3u);
   ASSERT_EQ(w.windows(), 84u);
   EXPECT_EQ(w.windowStart(83), 249u);
@@ -124,8 +133,9 @@ TEST(CsvTables, TimelineHasOneRowPerWindowAndAColumnPerUnit) {
 }
 
 TEST(TraceEvents, OneProcessPerChipOneTrackPerUnitAndLanesForOverlaps) {
-  const Json trace = traceEvents(smallReport(
-      100, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90), op("c", "chip1.core0.mxu0", 10, 20)}));
+  const Json trace =
+      traceEvents(smallReport(100, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90),
+                                    op("c", "chip1.core0.mxu0", 10, 20)}));
   std::map<std::pair<int, int>, std::string> threads;
   std::map<int, std::string> processes;
   std::vector<Json> slices;
@@ -141,9 +151,9 @@ TEST(TraceEvents, OneProcessPerChipOneTrackPerUnitAndLanesForOverlaps) {
   EXPECT_EQ(processes, (std::map<int, std::string>{{0, "chip0"}, {1, "chip1"}}));
   // mxu0 and dma0 of chip0 (dma0 with a second lane for b), mxu0 of chip1.
   EXPECT_EQ(threads, (std::map<std::pair<int, int>, std::string>{{{0, 1}, "chip0.core0.mxu0"},
-                                                                  {{0, 2}, "chip0.core0.dma0"},
-                                                                  {{0, 3}, "chip0.core0.dma0 #1"},
-                                                                  {{1, 4}, "chip1.core0.mxu0"}}));
+                                                                 {{0, 2}, "chip0.core0.dma0"},
+                                                                 {{0, 3}, "chip0.core0.dma0 #1"},
+                                                                 {{1, 4}, "chip1.core0.mxu0"}}));
   ASSERT_EQ(slices.size(), 3u);
   EXPECT_EQ(slices[0]["tid"], 2);
   EXPECT_EQ(slices[1]["tid"], 3);
@@ -241,8 +251,8 @@ TEST(ReportHtml, SelfContainedAndNamesCannotCloseTheScript) {
 TEST(ReportHtml, LinksOnlyWithAnInterconnectSection) {
   Json report = mlp().report;
   EXPECT_TRUE(reportPageData(report)["interconnect"].is_null());
-  report["interconnect"]["links"] = Json::array(
-      {{{"src", 0}, {"dst", 1}, {"dim", 0}, {"bytes", 100}, {"busy_cycles", 50}, {"utilization", 0.25}}});
+  report["interconnect"]["links"] =
+      Json::array({{{"src", 0}, {"dst", 1}, {"dim", 0}, {"bytes", 100}, {"busy_cycles", 50}, {"utilization", 0.25}}});
   const Json links = reportPageData(report)["interconnect"];
   ASSERT_EQ(links.size(), 1u);
   EXPECT_EQ(links[0]["utilization"], 0.25);
@@ -289,9 +299,9 @@ TEST_F(RunDir, ReadingReportsOneLineErrors) {
 
 TEST_F(RunDir, WithoutTimelineNoTraceAndStaleOnesGo) {
   Json report = mlp().report;
-  EXPECT_EQ(writeReportViews(report, dir.string()),
-            (std::vector<std::string>{"per_op.csv", "layers.csv", "units.csv", "timeline.csv", "trace.json",
-                                      "report.html"}));
+  EXPECT_EQ(
+      writeReportViews(report, dir.string()),
+      (std::vector<std::string>{"per_op.csv", "layers.csv", "units.csv", "timeline.csv", "trace.json", "report.html"}));
   report["ops"] = Json::array();
   EXPECT_EQ(writeReportViews(report, dir.string()),
             (std::vector<std::string>{"per_op.csv", "layers.csv", "units.csv", "report.html"}));
@@ -359,8 +369,8 @@ TEST(MemoryTimeline, MlpHoldsItsWeightsThroughoutAndPeaksAsThePlan) {
     const auto& timeline = report["memory_timeline"];
     const auto& memory = report["memory"];
     const auto& roles = memory["bytes_by_role"];
-    const uint64_t resident = roles["input"].get<uint64_t>() + roles["weight"].get<uint64_t>() +
-                              roles["optimizer_state"].get<uint64_t>();
+    const uint64_t resident =
+        roles["input"].get<uint64_t>() + roles["weight"].get<uint64_t>() + roles["optimizer_state"].get<uint64_t>();
     // Inputs and weights are held throughout, so no window holds less.
     for (const auto& bytes : timeline["window_peak_bytes"]) EXPECT_GE(bytes.get<uint64_t>(), resident) << mode;
     // Within the plan's address extent, and the plan's most bytes live at once but for the
