@@ -68,6 +68,11 @@ def test_trace_is_valid_trace_event_json(run_dir):
     assert len(slices) == len(report["ops"])
     execution_units = [name for name, unit in report["units"].items() if "instructions" in unit]
     assert set(execution_units) <= set(names.values())
+    # A DMA engine's overlapping transfers take extra tracks: as many as it had in flight at most.
+    for unit, stats in report["units"].items():
+        if "peak_in_flight" in stats:
+            tracks = [name for name in names.values() if name.split(" #")[0] == unit]
+            assert len(tracks) == stats["peak_in_flight"], unit
     by_instruction = {op["name"]: op for op in report["ops"]}
     for event in slices:
         track = names[(event["pid"], event["tid"])]
