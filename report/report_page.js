@@ -1,9 +1,9 @@
+// report.html's script (docs/reports.md), written for tpusim; it loads nothing. It draws
+// the page's plots and tables as inline SVG and HTML from the JSON in #report-data. Every
+// section is drawn on its own: an error in one is written into #script-errors and the
+// others still draw. When done, the body's data-rendered attribute is "ok", or "error".
+// The build embeds this file into the binary (report/html_script.cpp.in).
 "use strict";
-// report.html's script (docs/reports.md): written for tpusim, loads nothing; the build embeds it
-// into the binary (report/html_script.cpp.in).
-// Draws report.html's plots and tables from the JSON in #report-data, as inline SVG.
-// Every section is drawn on its own: an error in one is written into #script-errors and
-// the others still render. When done, <body data-rendered> is "ok", or "error".
 (function () {
   const SVG = "http://www.w3.org/2000/svg";
   const errors = [];
