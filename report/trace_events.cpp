@@ -116,6 +116,23 @@ nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
     event["args"] = args;
     events.push_back(event);
   }
+  // memory_timeline (chip 0's) as a counter track: each window's most bytes held, from its start.
+  const auto chip0 = pids.find("chip0");
+  if (report.contains("memory_timeline") && chip0 != pids.end()) {
+    const auto& memory = report.at("memory_timeline");
+    const uint64_t window_cycles = memory.at("window_cycles").get<uint64_t>();
+    const auto& held = memory.at("window_peak_bytes");
+    for (size_t w = 0; w < held.size(); ++w) {
+      nlohmann::ordered_json event;
+      event["name"] = "HBM held (most bytes in the window)";
+      event["ph"] = "C";
+      event["ts"] = static_cast<double>(w * window_cycles) * us_per_cycle;
+      event["pid"] = chip0->second;
+      event["tid"] = 0;
+      event["args"] = {{"bytes", held[w]}};
+      events.push_back(event);
+    }
+  }
   nlohmann::ordered_json trace;
   trace["displayTimeUnit"] = "ns";
   trace["traceEvents"] = events;

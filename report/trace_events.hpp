@@ -3,7 +3,8 @@
 // chip, one thread (track) per execution unit; a DMA engine with transfers in flight at
 // once gets one extra track per transfer it overlaps ("chip0.core0.dma0 #1"), because a
 // track shows only nested slices. One complete ("X") event per instruction, its time
-// in microseconds from the cycles and the clock.
+// in microseconds from the cycles and the clock. With report.json's "memory_timeline", a
+// counter ("C") of the HBM bytes held, one value per window.
 #pragma once
 
 #include <nlohmann/json.hpp>

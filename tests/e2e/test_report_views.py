@@ -50,6 +50,7 @@ def test_trace_is_valid_trace_event_json(run_dir):
     names = {}
     processes = {}
     slices = []
+    counters = []
     for event in events:
         assert {"name", "ph", "pid", "tid"} <= set(event), event
         if event["ph"] == "M":
@@ -59,12 +60,19 @@ def test_trace_is_valid_trace_event_json(run_dir):
             if event["name"] == "process_name":
                 processes[event["pid"]] = event["args"]["name"]
             continue
+        if event["ph"] == "C":
+            counters.append(event)
+            continue
         assert event["ph"] == "X"
         assert isinstance(event["ts"], (int, float)) and isinstance(event["dur"], (int, float))
         assert event["dur"] >= 0
         assert {"instruction", "op", "type", "flops", "bytes", "start_cycle", "end_cycle"} <= set(event["args"])
         slices.append(event)
     assert processes == {0: "chip0"}
+    memory = report["memory_timeline"]
+    assert [event["args"]["bytes"] for event in counters] == memory["window_peak_bytes"]
+    assert [event["ts"] for event in counters] == pytest.approx(
+        [w * memory["window_cycles"] / report["clock_hz"] * 1e6 for w in range(len(counters))])
     assert len(slices) == len(report["ops"])
     execution_units = [name for name, unit in report["units"].items() if "instructions" in unit]
     assert set(execution_units) <= set(names.values())
