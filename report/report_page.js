@@ -235,38 +235,60 @@
                                "once: " + bytes(m.live_peak_bytes) + ", at " + m.live_peak_op + ").", "note"));
   }
 
+  // Rows are sources; columns destinations, or (past 64 chips, where a chip-by-chip matrix
+  // is too large to read) link dimensions. A cell is the busiest link it stands for.
   function interconnect(data, node) {
     const links = data.interconnect;
     if (!links || links.length === 0) {
       node.appendChild(html("p", "No interconnect in this run.", "note"));
       return done(node);
     }
-    const names = [];
-    for (const l of links) for (const end of [String(l.src), String(l.dst)]) if (names.indexOf(end) < 0) names.push(end);
-    const cell = Math.max(10, Math.min(36, Math.floor(640 / names.length))), label = 90;
-    const size = label + cell * names.length + 10;
-    const svg = el("svg", {width: size, height: size, role: "img"});
+    const order = (a, b) => a.localeCompare(b, "en", {numeric: true});
+    const chips = [];
+    for (const l of links) for (const end of [String(l.src), String(l.dst)]) if (chips.indexOf(end) < 0) chips.push(end);
+    chips.sort(order);
+    const byDim = chips.length > 64;
+    const columns = byDim ? Array.from(new Set(links.map((l) => String(l.dim)))).sort(order) : chips;
+    const cellW = byDim ? 40 : Math.max(6, Math.min(36, Math.floor(640 / chips.length)));
+    const cellH = byDim ? Math.max(2, Math.min(20, Math.floor(800 / chips.length))) : cellW;
+    const label = 70, legend = 40;
+    const width = label + cellW * columns.length + 10, height = label + cellH * chips.length + legend;
+    const svg = el("svg", {width: Math.max(width, 320), height: height, role: "img"});
     const cells = {};
     for (const l of links) {
-      const key = String(l.src) + "\u0000" + String(l.dst);
-      const c = cells[key] || (cells[key] = {utilization: 0, bytes: 0, dims: []});
-      c.utilization = Math.max(c.utilization, l.utilization), c.bytes += l.bytes, c.dims.push(String(l.dim));
+      const key = String(l.src) + "\u0000" + (byDim ? String(l.dim) : String(l.dst));
+      const c = cells[key] || (cells[key] = {utilization: 0, bytes: 0, links: []});
+      c.utilization = Math.max(c.utilization, l.utilization), c.bytes += l.bytes;
+      c.links.push(l.src + "->" + l.dst + " (" + l.dim + ") " + (100 * l.utilization).toFixed(1) + "%");
     }
-    names.forEach(function (name, i) {
-      svg.appendChild(el("text", {x: label - 4, y: label + i * cell + cell * 0.65, "text-anchor": "end", class: "tick"}, name));
-      svg.appendChild(el("text", {x: label + i * cell + cell / 2, y: label - 4, "text-anchor": "start", class: "tick",
-                                  transform: "rotate(-60 " + (label + i * cell + cell / 2) + " " + (label - 4) + ")"}, name));
+    const every = (size) => Math.max(1, Math.ceil(12 / size));  // label every n-th row or column
+    chips.forEach(function (name, i) {
+      if (i % every(cellH) === 0) {
+        svg.appendChild(el("text", {x: label - 4, y: label + i * cellH + cellH / 2 + 4, "text-anchor": "end", class: "tick"}, name));
+      }
+    });
+    columns.forEach(function (name, i) {
+      if (i % every(cellW) !== 0) return;
+      const x = label + i * cellW + cellW / 2;
+      svg.appendChild(el("text", {x: x, y: label - 4, class: "tick", transform: "rotate(-60 " + x + " " + (label - 4) + ")"}, name));
     });
     for (const key in cells) {
-      const [src, dst] = key.split("\u0000"), c = cells[key];
-      svg.appendChild(tip(el("rect", {x: label + names.indexOf(dst) * cell, y: label + names.indexOf(src) * cell, width: cell - 1,
-                                      height: cell - 1, fill: heat(c.utilization), class: "cell"}),
-                          src + " -> " + dst + " (dim " + c.dims.join(", ") + "): " + (100 * c.utilization).toFixed(1) +
-                          "% busy, " + bytes(c.bytes)));
+      const [src, column] = key.split("\u0000"), c = cells[key];
+      svg.appendChild(tip(el("rect", {x: label + columns.indexOf(column) * cellW, y: label + chips.indexOf(src) * cellH,
+                                      width: Math.max(1, cellW - 1), height: Math.max(1, cellH - 1), fill: heat(c.utilization),
+                                      class: "cell"}),
+                          c.links.join("\n") + "\n" + bytes(c.bytes)));
     }
+    const y0 = label + cellH * chips.length + 12;
+    for (let i = 0; i <= 10; i++) {
+      svg.appendChild(el("rect", {x: label + i * 20, y: y0, width: 20, height: 10, fill: heat(i / 10)}));
+    }
+    svg.appendChild(el("text", {x: label - 4, y: y0 + 9, "text-anchor": "end", class: "tick"}, "0%"));
+    svg.appendChild(el("text", {x: label + 11 * 20 + 4, y: y0 + 9, class: "tick"}, "100% busy"));
     node.appendChild(svg);
-    node.appendChild(html("p", "Rows: source, columns: destination; darker is busier (the busiest link between the pair). " +
-                               links.length + " links.", "note"));
+    node.appendChild(html("p", "Rows: source chip; columns: " + (byDim ? "link dimension" : "destination chip") +
+                               "; darker is busier (the busiest link a cell stands for; hover for each). " + links.length +
+                               " directed links between " + chips.length + " chips.", "note"));
     done(node);
   }
 

@@ -89,7 +89,20 @@ def test_link_heatmap_and_missing_timeline(tpusim_bin, mlp_path, tmp_path):
     heatmap = found["interconnect-plot"]
     assert heatmap[0] == "ok"
     assert heatmap[1].count('class="cell"') == 8
+    assert "columns: destination chip" in heatmap[1]
     assert "No instruction timeline in this run" in found["utilization-plot"][1]
+
+    # Past 64 chips the columns are the link dimensions: a 100-chip ring in x has one cell
+    # per chip (its + and - links together).
+    report["interconnect"] = {"links": [
+        {"src": i, "dst": (i + step) % 100, "dim": "x", "bytes": 10, "busy_cycles": 1, "utilization": 0.5}
+        for i in range(100) for step in (1, 99)]}
+    (out / "report.json").write_text(json.dumps(report))
+    assert subprocess.run([tpusim_bin, "report", str(out)], capture_output=True, timeout=120).returncode == 0
+    heatmap = sections(chromium(out / "report.html", "--dump-dom"))["interconnect-plot"]
+    assert heatmap[0] == "ok"
+    assert heatmap[1].count('class="cell"') == 100
+    assert "columns: link dimension" in heatmap[1]
 
 
 def test_script_errors_are_caught_into_the_page(tpusim_bin, mlp_path, tmp_path):
