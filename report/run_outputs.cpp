@@ -30,7 +30,7 @@ nlohmann::ordered_json readRunReport(const std::string& dir) {
   if (!fs::is_directory(dir)) throw Error(ErrorKind::kInvalidInput, "run directory '" + dir + "' does not exist");
   const fs::path path = fs::path(dir) / "report.json";
   std::ifstream file(path);
-  if (!file)
+  if (!fs::is_regular_file(path) || !file)
     throw Error(ErrorKind::kInvalidInput, "'" + dir + "' has no report.json (write one with tpusim run --out)");
   nlohmann::ordered_json report;
   try {

@@ -34,7 +34,7 @@ int reportCommand(const std::vector<std::string>& args) {
   try {
     written = writeReportViews(report, dir);
   } catch (const Error& error) {
-    throw error.within(dir + "/report.json");
+    throw error.within(dir);
   }
   std::cout << "wrote";
   for (const std::string& name : written) std::cout << " " << name;

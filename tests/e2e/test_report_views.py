@@ -133,6 +133,9 @@ def test_report_command_bad_inputs(tpusim_bin, run_dir, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     fails(3, "has no report.json", str(empty))
+    (empty / "report.json").mkdir()
+    fails(3, "has no report.json", str(empty))
+    (empty / "report.json").rmdir()
     (empty / "report.json").write_text('{"schema_version": 1, "units": ')
     fails(3, "is not valid JSON", str(empty))
     (empty / "report.json").write_text('{"schema_version": 7}')
