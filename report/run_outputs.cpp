@@ -56,7 +56,7 @@ std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, 
     files.emplace_back("units.csv", unitsCsv(report));
     if (hasInstructionTimeline(report)) {
       files.emplace_back("timeline.csv", timelineCsv(utilizationWindows(report), report.at("clock_hz").get<double>()));
-      files.emplace_back("trace.json", traceEvents(report).dump() + "\n");
+      files.emplace_back("trace.json", traceJson(report));
     }
     files.emplace_back("report.html", reportHtml(report));
   } catch (const nlohmann::json::exception& error) {

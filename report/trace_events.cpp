@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <string>
 #include <vector>
 
 #include "sim/common/error.hpp"
@@ -11,39 +10,45 @@ namespace tpusim {
 
 namespace {
 
-nlohmann::ordered_json metadata(const char* name, int pid, int tid, const nlohmann::ordered_json& args) {
+std::string metadata(const char* name, int pid, int tid, const nlohmann::ordered_json& args) {
   nlohmann::ordered_json event;
   event["name"] = name;
   event["ph"] = "M";
   event["pid"] = pid;
   event["tid"] = tid;
   event["args"] = args;
-  return event;
+  return event.dump();
 }
+
+// A number as nlohmann::json writes it: the shortest text that reads back the same double.
+void appendNumber(std::string& out, double value) {
+  out += nlohmann::json(value).dump();
+}
+
+struct Span {
+  uint64_t start = 0, end = 0;
+  size_t unit = 0, lane = 0;
+};
 
 // Each op's lane on its unit: the first lane whose last instruction has ended when it
 // starts (lane 0 unless it overlaps an earlier one), taking the ops in start order.
-std::vector<size_t> assignLanes(const nlohmann::ordered_json& ops, const std::vector<size_t>& members) {
-  std::vector<size_t> order = members;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return ops[a].at("start_cycle").get<uint64_t>() < ops[b].at("start_cycle").get<uint64_t>();
-  });
+// Returns the unit's lane count.
+size_t assignLanes(std::vector<Span>& spans, std::vector<size_t> members) {
+  std::stable_sort(members.begin(), members.end(), [&](size_t a, size_t b) { return spans[a].start < spans[b].start; });
   std::vector<uint64_t> lane_end;
-  std::vector<size_t> lane(ops.size(), 0);
-  for (size_t i : order) {
-    const uint64_t start = ops[i].at("start_cycle").get<uint64_t>();
+  for (size_t i : members) {
     size_t l = 0;
-    while (l < lane_end.size() && lane_end[l] > start) ++l;
+    while (l < lane_end.size() && lane_end[l] > spans[i].start) ++l;
     if (l == lane_end.size()) lane_end.push_back(0);
-    lane_end[l] = ops[i].at("end_cycle").get<uint64_t>();
-    lane[i] = l;
+    lane_end[l] = spans[i].end;
+    spans[i].lane = l;
   }
-  return lane;
+  return std::max<size_t>(1, lane_end.size());
 }
 
 }  // namespace
 
-nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
+std::string traceJson(const nlohmann::ordered_json& report) {
   const double us_per_cycle = 1e6 / report.at("clock_hz").get<double>();
   const nlohmann::ordered_json& ops = report.at("ops");
   // Execution units in "units" order; the chip is the name's first part ("chip0").
@@ -54,26 +59,27 @@ nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
     unit_index.emplace(name, units.size());
     units.push_back(name);
   }
+  std::vector<Span> spans(ops.size());
   std::vector<std::vector<size_t>> members(units.size());
   for (size_t i = 0; i < ops.size(); ++i) {
-    const std::string unit = ops[i].at("unit").get<std::string>();
+    const std::string& unit = ops[i].at("unit").get_ref<const std::string&>();
     const auto found = unit_index.find(unit);
     if (found == unit_index.end()) {
       throw Error(ErrorKind::kInvalidInput, "report.json: instruction '" + ops[i].at("name").get<std::string>() +
                                                 "' ran on '" + unit + "', which \"units\" does not list");
     }
+    spans[i] = {ops[i].at("start_cycle").get<uint64_t>(), ops[i].at("end_cycle").get<uint64_t>(), found->second, 0};
     members[found->second].push_back(i);
   }
-  std::vector<size_t> lane(ops.size(), 0);
-  std::vector<size_t> lanes(units.size(), 1);
-  for (size_t u = 0; u < units.size(); ++u) {
-    const std::vector<size_t> assigned = assignLanes(ops, members[u]);
-    for (size_t i : members[u]) {
-      lane[i] = assigned[i];
-      lanes[u] = std::max(lanes[u], assigned[i] + 1);
-    }
-  }
-  nlohmann::ordered_json events = nlohmann::ordered_json::array();
+  std::vector<size_t> lanes(units.size());
+  for (size_t u = 0; u < units.size(); ++u) lanes[u] = assignLanes(spans, members[u]);
+
+  // Written as text, an event at a time: a JSON object per event would cost most of a
+  // large run's time (bench/report_views_bench.cpp).
+  std::string events;
+  const auto separate = [&events] {
+    if (!events.empty()) events += ',';
+  };
   std::map<std::string, int> pids;  // chip name to pid, in first-appearance order
   std::vector<int> unit_pid(units.size());
   std::vector<int> first_tid(units.size());
@@ -82,39 +88,44 @@ nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
     const std::string chip = units[u].substr(0, units[u].find('.'));
     auto [it, added] = pids.emplace(chip, static_cast<int>(pids.size()));
     if (added) {
-      events.push_back(metadata("process_name", it->second, 0, {{"name", chip}}));
-      events.push_back(metadata("process_sort_index", it->second, 0, {{"sort_index", it->second}}));
+      separate(), events += metadata("process_name", it->second, 0, {{"name", chip}});
+      separate(), events += metadata("process_sort_index", it->second, 0, {{"sort_index", it->second}});
     }
     unit_pid[u] = it->second;
     first_tid[u] = next_tid;
     for (size_t l = 0; l < lanes[u]; ++l, ++next_tid) {
       const std::string track = l == 0 ? units[u] : units[u] + " #" + std::to_string(l);
-      events.push_back(metadata("thread_name", it->second, next_tid, {{"name", track}}));
-      events.push_back(metadata("thread_sort_index", it->second, next_tid, {{"sort_index", next_tid}}));
+      separate(), events += metadata("thread_name", it->second, next_tid, {{"name", track}});
+      separate(), events += metadata("thread_sort_index", it->second, next_tid, {{"sort_index", next_tid}});
     }
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     const auto& op = ops[i];
-    const size_t u = unit_index.at(op.at("unit").get<std::string>());
-    const uint64_t start = op.at("start_cycle").get<uint64_t>(), end = op.at("end_cycle").get<uint64_t>();
-    nlohmann::ordered_json event;
-    event["name"] = op.at("op");
-    event["cat"] = op.at("unit_kind");
-    event["ph"] = "X";
-    event["ts"] = static_cast<double>(start) * us_per_cycle;
-    event["dur"] = static_cast<double>(end - start) * us_per_cycle;
-    event["pid"] = unit_pid[u];
-    event["tid"] = first_tid[u] + static_cast<int>(lane[i]);
-    nlohmann::ordered_json args;
-    args["instruction"] = op.at("name");
-    args["op"] = op.at("op");
-    args["type"] = op.at("type");
-    args["start_cycle"] = start;
-    args["end_cycle"] = end;
-    args["flops"] = op.at("flops");
-    args["bytes"] = op.at("bytes");
-    event["args"] = args;
-    events.push_back(event);
+    const Span& span = spans[i];
+    separate();
+    events += "{\"name\":";
+    events += op.at("op").dump();
+    events += ",\"cat\":";
+    events += op.at("unit_kind").dump();
+    events += ",\"ph\":\"X\",\"ts\":";
+    appendNumber(events, static_cast<double>(span.start) * us_per_cycle);
+    events += ",\"dur\":";
+    appendNumber(events, static_cast<double>(span.end - span.start) * us_per_cycle);
+    events += ",\"pid\":" + std::to_string(unit_pid[span.unit]);
+    events += ",\"tid\":" + std::to_string(first_tid[span.unit] + static_cast<int>(span.lane));
+    events += ",\"args\":{\"instruction\":";
+    events += op.at("name").dump();
+    events += ",\"op\":";
+    events += op.at("op").dump();
+    events += ",\"type\":";
+    events += op.at("type").dump();
+    events += ",\"start_cycle\":" + std::to_string(span.start);
+    events += ",\"end_cycle\":" + std::to_string(span.end);
+    events += ",\"flops\":";
+    events += op.at("flops").dump();
+    events += ",\"bytes\":";
+    events += op.at("bytes").dump();
+    events += "}}";
   }
   // memory_timeline (chip 0's) as a counter track: each window's most bytes held, from its start.
   const auto chip0 = pids.find("chip0");
@@ -130,13 +141,10 @@ nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report) {
       event["pid"] = chip0->second;
       event["tid"] = 0;
       event["args"] = {{"bytes", held[w]}};
-      events.push_back(event);
+      separate(), events += event.dump();
     }
   }
-  nlohmann::ordered_json trace;
-  trace["displayTimeUnit"] = "ns";
-  trace["traceEvents"] = events;
-  return trace;
+  return "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[" + events + "]}\n";
 }
 
 }  // namespace tpusim

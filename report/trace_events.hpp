@@ -7,12 +7,14 @@
 // counter ("C") of the HBM bytes held, one value per window.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace tpusim {
 
 // From report.json's "ops", "units" and "clock_hz"; the tracks are named even when
 // "ops" is empty. Throws Error(kInvalidInput) for an op on a unit "units" does not list.
-nlohmann::ordered_json traceEvents(const nlohmann::ordered_json& report);
+std::string traceJson(const nlohmann::ordered_json& report);
 
 }  // namespace tpusim

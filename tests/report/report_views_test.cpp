@@ -134,8 +134,8 @@ TEST(CsvTables, TimelineHasOneRowPerWindowAndAColumnPerUnit) {
 
 TEST(TraceEvents, OneProcessPerChipOneTrackPerUnitAndLanesForOverlaps) {
   const Json trace =
-      traceEvents(smallReport(100, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90),
-                                    op("c", "chip1.core0.mxu0", 10, 20)}));
+      Json::parse(traceJson(smallReport(100, {op("a", "chip0.core0.dma0", 0, 60), op("b", "chip0.core0.dma0", 30, 90),
+                                              op("c", "chip1.core0.mxu0", 10, 20)})));
   std::map<std::pair<int, int>, std::string> threads;
   std::map<int, std::string> processes;
   std::vector<Json> slices;
@@ -167,7 +167,7 @@ TEST(TraceEvents, OneProcessPerChipOneTrackPerUnitAndLanesForOverlaps) {
 
 TEST(TraceEvents, MlpTracksHoldDisjointSlicesOfEveryInstruction) {
   const Json& report = mlp().report;
-  const Json trace = traceEvents(report);
+  const Json trace = Json::parse(traceJson(report));
   const double clock = report["clock_hz"].get<double>();
   std::set<std::pair<int, int>> named;
   std::map<std::pair<int, int>, std::vector<std::pair<double, double>>> tracks;
