@@ -11,6 +11,7 @@
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/program_io.hpp"
+#include "frontend/train/precision_policy.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "reference/cpu/cpu_executor.hpp"
 #include "report/report.hpp"
@@ -35,6 +36,10 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   }
   if (isProgramPath(request.model_path)) {
     program::Program program = readProgram(request.model_path);
+    if (request.precision != "float32") {
+      throw Error(ErrorKind::kInvalidConfig, "--precision applies when compiling a model; " + request.model_path +
+                                                 " is already compiled");
+    }
     if (request.batch && static_cast<uint64_t>(*request.batch) != program.batch()) {
       throw Error(ErrorKind::kInvalidConfig, "--batch applies when compiling a model; " + request.model_path +
                                                  " was compiled for batch " + std::to_string(program.batch()));
@@ -60,6 +65,7 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
   Compiled compiled = compileGraph(built.graph, hw, lower, options);
+  if (!isHloPath(request.model_path)) compiled.program.set_precision(request.precision);
   if (timings) {
     timings->push_back({"import_and_training_graph", built_in.count()});
     timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());
@@ -78,6 +84,10 @@ ModelGraph buildHloGraph(const RunRequest& request) {
                     "): it is already the compiled step (a JAX training step holds its backward pass and update), "
                     "so --mode " +
                     mode + " does not apply; leave --mode out");
+  }
+  if (request.precision != "float32") {
+    throw Error(ErrorKind::kInvalidConfig, "--precision does not apply to an HLO module: it runs in the dtypes "
+                                           "it was written with (export it under the policy instead)");
   }
   if (request.batch) {
     throw Error(ErrorKind::kInvalidConfig,
@@ -123,6 +133,7 @@ ModelGraph buildModelGraph(const RunRequest& request) {
     throw Error(ErrorKind::kInvalidConfig, request.model_path + " is a compiled Program; this needs the model");
   }
   if (isHloPath(request.model_path)) return buildHloGraph(request);
+  const PrecisionPolicy precision = parsePrecisionPolicy(request.precision);
   const std::string mode = request.mode.value_or("training");
   if (mode != "training" && mode != "inference") {
     throw Error(ErrorKind::kInvalidConfig, "unknown mode '" + mode + "' (use training or inference)");
@@ -134,6 +145,7 @@ ModelGraph buildModelGraph(const RunRequest& request) {
   options.training = mode == "training";
   built.model = importOnnxFile(request.model_path, options);
   if (!request.batch) spdlog::info("batch size {} (set it with --batch)", built.model.batch);
+  applyPrecisionPolicy(built.model, precision);
   if (mode == "inference") {
     built.graph = buildInferenceGraph(built.model);
     return built;
@@ -156,6 +168,7 @@ ModelGraph buildModelGraph(const RunRequest& request) {
                                                  " (micro-batches need a symbolic batch "
                                                  "dimension)");
     }
+    applyPrecisionPolicy(built.model, precision);
   }
   built.graph = buildTrainingGraph(built.model, training);
   if (training.micro_batches > 1) built.model.batch *= training.micro_batches;  // the step's batch

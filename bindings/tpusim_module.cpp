@@ -1,5 +1,6 @@
-// The Python module `tpusim`: the library API of api/session.hpp, thin.
-// tpusim.Error carries the same one-line message the CLI prints.
+// The extension `tpusim._core`, which the package tpusim (python/tpusim/__init__.py)
+// re-exports: the library API of api/session.hpp, thin. tpusim.Error carries the
+// same one-line message the CLI prints. Keep python/tpusim/_core.pyi in step.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -59,12 +60,14 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.matmul_precision = value.cast<std::string>();
     else if (name == "tiling_objective")
       request.tiling_objective = value.cast<std::string>();
+    else if (name == "precision")
+      request.precision = value.cast<std::string>();
     else {
       throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "matmul_precision, tiling_objective)");
+                              "precision, matmul_precision, tiling_objective)");
     }
   }
 }
@@ -161,7 +164,7 @@ py::dict reference(const std::string& path, const py::dict& feeds, std::optional
 
 }  // namespace
 
-PYBIND11_MODULE(tpusim, m) {
+PYBIND11_MODULE(_core, m) {
   m.doc() = "tpusim: a cycle-level TPU simulator";
   static py::exception<tpusim::Error> error(m, "Error");
   py::register_exception_translator([](std::exception_ptr pointer) {

@@ -59,15 +59,15 @@ std::string objectsCsv(const nlohmann::ordered_json& rows, const std::string& ke
   return out;
 }
 
-std::string perOpCsv(const nlohmann::ordered_json& report) {
+std::string reportPerOpCsv(const nlohmann::ordered_json& report) {
   return objectsCsv(report.at("per_op"));
 }
 
-std::string layersCsv(const nlohmann::ordered_json& report) {
+std::string reportLayersCsv(const nlohmann::ordered_json& report) {
   return objectsCsv(report.at("layers"));
 }
 
-std::string unitsCsv(const nlohmann::ordered_json& report) {
+std::string reportUnitsCsv(const nlohmann::ordered_json& report) {
   return objectsCsv(report.at("units"), "unit");
 }
 

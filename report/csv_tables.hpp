@@ -16,9 +16,9 @@ namespace tpusim {
 std::string objectsCsv(const nlohmann::ordered_json& rows, const std::string& key_column = "");
 
 // per_op.csv, layers.csv, units.csv: report.json's "per_op", "layers" and "units".
-std::string perOpCsv(const nlohmann::ordered_json& report);
-std::string layersCsv(const nlohmann::ordered_json& report);
-std::string unitsCsv(const nlohmann::ordered_json& report);
+std::string reportPerOpCsv(const nlohmann::ordered_json& report);
+std::string reportLayersCsv(const nlohmann::ordered_json& report);
+std::string reportUnitsCsv(const nlohmann::ordered_json& report);
 
 // timeline.csv: one row per window (window, start_cycle, end_cycle, start_s), then one
 // column per execution unit holding its utilization in that window.

@@ -305,10 +305,12 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
                                    const RunInfo& info) {
   nlohmann::ordered_json report;
   report["schema_version"] = kReportSchemaVersion;
+  report["kind"] = kSimulationReportKind;
   report["model"] = info.model;
   report["hw"] = hw.name();
   report["mode"] = program.mode();
   report["batch"] = program.batch();
+  if (!program.precision().empty()) report["precision"] = program.precision();
   nlohmann::ordered_json overrides = nlohmann::ordered_json::object();
   for (const auto& [key, value] : info.overrides) overrides[key] = value;
   report["overrides"] = overrides;

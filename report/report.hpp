@@ -14,6 +14,8 @@
 namespace tpusim {
 
 inline constexpr int kReportSchemaVersion = 1;
+// report.json's "kind", which tells it from a reference backend's report (api/reference_run.hpp).
+inline constexpr const char* kSimulationReportKind = "simulation";
 
 struct RunInfo {
   std::string model;

@@ -45,15 +45,19 @@ nlohmann::ordered_json readRunReport(const std::string& dir) {
     throw Error(ErrorKind::kInvalidInput, path.string() + " has schema_version " + report["schema_version"].dump() +
                                               "; this tpusim reads version " + std::to_string(kReportSchemaVersion));
   }
+  if (report.contains("kind") && report["kind"] != kSimulationReportKind) {
+    throw Error(ErrorKind::kInvalidInput, path.string() + " is a " + report["kind"].dump() +
+                                              " report; tpusim report reads a simulation's (tpusim run)");
+  }
   return report;
 }
 
 std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> files;
   try {
-    files.emplace_back("per_op.csv", perOpCsv(report));
-    files.emplace_back("layers.csv", layersCsv(report));
-    files.emplace_back("units.csv", unitsCsv(report));
+    files.emplace_back("per_op.csv", reportPerOpCsv(report));
+    files.emplace_back("layers.csv", reportLayersCsv(report));
+    files.emplace_back("units.csv", reportUnitsCsv(report));
     if (hasInstructionTimeline(report)) {
       files.emplace_back("timeline.csv", timelineCsv(utilizationWindows(report), report.at("clock_hz").get<double>()));
       files.emplace_back("trace.json", traceJson(report));

@@ -11,7 +11,8 @@
 namespace tpusim {
 
 // Reads DIR/report.json. Throws Error(kInvalidInput), one line, when DIR or the file is
-// missing, the JSON does not parse, or its schema_version is not this tpusim's.
+// missing, the JSON does not parse, its schema_version is not this tpusim's, or it is not a
+// simulation's report (a reference backend's, from tpusim reference).
 nlohmann::ordered_json readRunReport(const std::string& dir);
 
 // Writes the views of `report` into `dir` and returns the file names written, in order.

@@ -24,6 +24,7 @@ packages=(
   libbenchmark-dev
   pybind11-dev python3-dev
   python3-onnx python3-numpy python3-pytest
+  python3-venv python3-pip python3-setuptools python3-wheel
   libonnx-testdata
   chromium  # headless, for the report.html browser test (tests/e2e/test_report_browser.py)
 )

@@ -13,7 +13,7 @@ def mlp_path():
     return str(ROOT / "traces" / "mlp.onnx")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def tpusim_bin():
     path = BUILD / "tpusim"
     assert path.exists(), f"build the project first: {path} is missing"

@@ -10,6 +10,7 @@ int runCommand(const std::vector<std::string>& args);
 int compileCommand(const std::vector<std::string>& args);
 int hwCommand(const std::vector<std::string>& args);
 int referenceCommand(const std::vector<std::string>& args);
+int compareCommand(const std::vector<std::string>& args);
 int reportCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

@@ -22,6 +22,8 @@ po::options_description modelOptions(ModelOptions& o) {
       "print the IR to stderr after a compiler pass (repeatable; a pass name or all)")(
       "matmul-precision", po::value(&o.training.matmul_precision)->default_value(o.training.matmul_precision),
       "f32 matmuls on the MXU: default (1 bf16 pass), high (3) or highest (6), as XLA (docs/mxu.md)")(
+      "precision", po::value(&o.training.precision)->default_value(o.training.precision),
+      "Keras precision policy: float32, or mixed_bfloat16 (bf16 compute, f32 variables and loss)")(
       "tiling-objective", po::value(&o.training.tiling_objective)->default_value(o.training.tiling_objective),
       "GEMM tiles with the fewest estimated cycles (cycles) or the fewest HBM bytes (bytes)");
   RunRequest& t = o.training;

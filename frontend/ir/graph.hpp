@@ -274,6 +274,10 @@ class Graph {
   // must have the shapes and dtypes of op's inputs; the output is like op's (an alias of op's
   // aliased input becomes one of its replacement). Returns the output id.
   int cloneOp(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name);
+  // cloneOp with another dtype: `inputs` have op's input shapes, float inputs may be another
+  // float dtype, and the output is `dtype` (a precision policy's rewrite).
+  int cloneOpAs(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name,
+                DType dtype);
 
   void markOutput(int tensor) { m_outputs.push_back(tensor); }
   // Gives an existing tensor a user-facing name (an ONNX value name, say).

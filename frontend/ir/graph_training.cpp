@@ -141,9 +141,24 @@ int Graph::optimizerUpdate(const std::string& name, const OptimizerConfig& confi
 int Graph::cloneOp(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name) {
   if (inputs.size() != op.inputs.size()) shapeError(name, "cloneOp needs one replacement per input");
   for (size_t i = 0; i < inputs.size(); ++i) {
+    const DType from = source.checked(op.inputs[i], name).dtype;
+    const DType to = checked(inputs[i], name).dtype;
+    if (from != to) {
+      shapeError(name, "cloneOp operand " + std::to_string(i) + " is " + dtypeName(to) + ", the op was built for " +
+                           dtypeName(from));
+    }
+  }
+  return cloneOpAs(source, op, inputs, name, source.checked(op.outputs[0], name).dtype);
+}
+
+int Graph::cloneOpAs(const Graph& source, const Op& op, const std::vector<int>& inputs, const std::string& name,
+                     DType dtype) {
+  if (inputs.size() != op.inputs.size()) shapeError(name, "cloneOp needs one replacement per input");
+  for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor from = source.checked(op.inputs[i], name);  // copies: `source` may be this graph
     const Tensor to = checked(inputs[i], name);
-    if (from.shape != to.shape || from.dtype != to.dtype) {
+    const bool dtype_ok = from.dtype == to.dtype || (isFloat(from.dtype) && isFloat(to.dtype));
+    if (from.shape != to.shape || !dtype_ok) {
       shapeError(name, "cloneOp operand " + std::to_string(i) + " is " + dtypeName(to.dtype) + shapeToString(to.shape) +
                            ", the op was built for " + dtypeName(from.dtype) + shapeToString(from.shape));
     }
@@ -152,7 +167,7 @@ int Graph::cloneOp(const Graph& source, const Op& op, const std::vector<int>& in
   Op copy = op;
   copy.name = name;
   copy.inputs = inputs;
-  const int id = append(std::move(copy), name + ":out", out.shape, out.dtype, out.role);
+  const int id = append(std::move(copy), name + ":out", out.shape, dtype, out.role);
   if (out.alias_of >= 0) {
     const auto at = std::find(op.inputs.begin(), op.inputs.end(), out.alias_of);
     if (at == op.inputs.end()) shapeError(name, "cloneOp of an op whose output aliases a tensor it does not read");

@@ -100,14 +100,8 @@ class OutputStationary {
     for (uint64_t i = 0; i < std::max(m_r, m_c); ++i) {
       if (i < m_r) left[i] = Token{};
       if (i < m_c) top[i] = Token{};
-      // Every fold whose skewed streams may still be entering (later ones may have started).
-      for (size_t back = 1; back <= m_next; ++back) {
-        const auto f = static_cast<int32_t>(m_next - back);
+      forEachEntering(m_start, m_next, std::max(m_r, m_c), m_l, t, i, [&](int32_t f, uint64_t k) {
         const Fold& fold = m_folds[static_cast<size_t>(f)];
-        const uint64_t s = m_start[static_cast<size_t>(f)];
-        if (s + std::max(m_r, m_c) + m_l <= t) break;
-        if (t < s + i || t - s - i >= m_l) continue;
-        const uint64_t k = t - s - i;
         if (i < m_r && i < fold.rows) {
           if (left[i].valid()) hazard(t, i, 0, "two values enter the same row");
           left[i] = {operand(m_passes, fold.pass, true, (fold.row0 + i) * m_shape.k + k), f, k};
@@ -117,7 +111,7 @@ class OutputStationary {
           if (top[i].valid()) hazard(t, 0, i, "two values enter the same column");
           top[i] = {operand(m_passes, fold.pass, false, k * m_shape.n + fold.col0 + i), f, k};
         }
-      }
+      });
     }
     if (row0) ++m_counts.stream;
   }

@@ -73,18 +73,13 @@ class WeightStationary {
     bool row0 = false;
     for (uint64_t r = 0; r < m_r; ++r) {
       inject[r] = Token{};
-      // Every fold whose skewed stream may still be entering (a later one may have started).
-      for (size_t back = 1; back <= m_next; ++back) {
-        const auto f = static_cast<int32_t>(m_next - back);
+      forEachEntering(m_start, m_next, m_r, m_l, t, r, [&](int32_t f, uint64_t m) {
         const Fold& fold = m_folds[static_cast<size_t>(f)];
-        if (m_start[static_cast<size_t>(f)] + m_r + m_l <= t) break;
-        if (r >= fold.rows || t < m_start[static_cast<size_t>(f)] + r) continue;
-        const uint64_t m = t - m_start[static_cast<size_t>(f)] - r;
-        if (m >= m_l) continue;
+        if (r >= fold.rows) return;
         if (inject[r].valid()) hazard(t, r, 0, "two vectors enter the same row");
         inject[r] = {operand(m_passes, fold.pass, true, m * m_shape.k + fold.row0 + r), f, m};
         row0 = row0 || r == 0;
-      }
+      });
     }
     if (row0) ++m_counts.stream;
   }

@@ -73,10 +73,20 @@ def test_bad_reference_requests_fail_with_one_line(tpusim_bin, tmp_path):
     assert missing.returncode == 3 and "does not exist" in missing.stderr
 
 
-def test_cuda_backend_without_a_gpu_exits_6(tpusim_bin, tmp_path):
+def test_cuda_backend_runs_or_says_why_not(tpusim_bin, tmp_path):
+    """With a GPU: a timed row per op. Without one: exit 6; in a build without nvcc: exit 4."""
     result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--backend", "cuda", "--out", str(tmp_path))
-    if result.returncode == 4 and "found" in result.stderr:
-        pytest.skip("a CUDA device is present: " + result.stderr.strip())
+    if result.returncode == 0:
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["backend"] == "cuda" and "CUDA events" in report["timing"]["method"]
+        assert report["per_op"] and all(op["time_s"] > 0 for op in report["per_op"])
+        return
     assert result.returncode in (4, 6), result.stderr
     expected = "no CUDA device found" if result.returncode == 6 else "built without CUDA"
     assert expected in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):
+    result = cli(tpusim_bin, "reference", MLP, "--backend", "cuda", "--numerics", "mxu", "--out", str(tmp_path))
+    assert result.returncode == 4 and "--numerics mxu runs on the CPU backend only" in result.stderr
+    assert result.stderr.count("\n") == 1

@@ -141,6 +141,8 @@ def test_report_command_bad_inputs(tpusim_bin, run_dir, tmp_path):
     (empty / "report.json").write_text('{"schema_version": 7}')
     fails(3, "has schema_version 7; this tpusim reads version 1", str(empty))
     report = json.loads((run_dir / "report.json").read_text())
+    (empty / "report.json").write_text(json.dumps(dict(report, kind="reference")))
+    fails(3, 'is a "reference" report; tpusim report reads a simulation', str(empty))
     del report["peaks"]
     (empty / "report.json").write_text(json.dumps(report))
     fails(3, "report.json is malformed", str(empty))

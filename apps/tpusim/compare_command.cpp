@@ -1,0 +1,62 @@
+// `tpusim compare SIM_REPORT REF_REPORT`: the simulated step beside the one a
+// reference backend ran, per op and per output tensor, printed and written as
+// DIR/compare.csv, DIR/numerics.csv and DIR/compare.json (docs/reference.md).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "api/compare_run.hpp"
+#include "apps/tpusim/commands.hpp"
+#include "report/compare_format.hpp"
+#include "report/report.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+void writeText(const std::string& text, const std::filesystem::path& path) {
+  std::ofstream file(path, std::ios::trunc);
+  file << text;
+  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path.string() + "'");
+}
+
+}  // namespace
+
+int compareCommand(const std::vector<std::string>& args) {
+  const std::string usage = "usage: tpusim compare SIM_REPORT REF_REPORT [--out DIR]";
+  std::string out_dir = "tpusim-compare";
+  std::vector<std::string> reports;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")("out", po::value(&out_dir)->default_value(out_dir),
+                                                 "directory for compare.csv, numerics.csv and compare.json");
+  po::options_description all;
+  all.add(desc).add_options()("report", po::value(&reports)->composing(), "reports");
+  po::positional_options_description positional;
+  positional.add("report", 2);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+  if (vm.count("help")) {
+    std::cout << usage << "\n" << desc;
+    return 0;
+  }
+  po::notify(vm);
+  if (reports.size() != 2) throw Error(ErrorKind::kInvalidConfig, "compare needs two reports (" + usage + ")");
+  const nlohmann::ordered_json comparison = compareReportFiles(reports[0], reports[1]);
+  const std::filesystem::path out(out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
+  writeText(perOpCsv(comparison), out / "compare.csv");
+  writeText(numericsCsv(comparison), out / "numerics.csv");
+  writeReport(comparison, (out / "compare.json").string());
+  std::cout << comparisonText(comparison) << "written      " << (out / "compare.json").string()
+            << ", compare.csv, numerics.csv\n";
+  return 0;
+}
+
+}  // namespace tpusim::cli

@@ -1,0 +1,163 @@
+// The CUDA executor against the CPU executor. Built where CMake finds nvcc; the
+// tests that need a GPU skip, with the CUDA runtime's reason, where none is visible.
+#include "reference/cuda/cuda_executor.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "api/functional.hpp"
+#include "api/session.hpp"
+#include "reference/cpu/cpu_executor.hpp"
+#include "reference/cuda/cuda_device.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim::reference {
+namespace {
+
+std::string noDeviceReason() {
+  try {
+    firstCudaDevice();
+    return "";
+  } catch (const Error& error) {
+    return error.what();
+  }
+}
+
+#define SKIP_WITHOUT_CUDA_DEVICE()                              \
+  if (const std::string why = noDeviceReason(); !why.empty()) { \
+    GTEST_SKIP() << "no CUDA device to run on: " << why;        \
+  }
+
+ir::TensorValue f32(ir::Shape shape, std::vector<double> values) {
+  return {std::move(shape), DType::kF32, values, {}};
+}
+
+void expectError(const std::function<void()>& run, ErrorKind kind, const std::string& text) {
+  try {
+    run();
+    FAIL() << "no error; expected: " << text;
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
+  }
+}
+
+TEST(CudaExecutor, RefusesOpsAndDtypesItLacksNamingTheOp) {
+  ir::Graph softmax;
+  const int x = softmax.addInput("x", {2, 3}, DType::kF32, ir::TensorRole::kInput);
+  softmax.markOutput(softmax.softmax("probs", x, 1, false));
+  expectError([&] { CudaExecutor{softmax}; }, ErrorKind::kUnsupported,
+              "the CUDA executor cannot run op 'probs' (Softmax): the CUDA executor has no kernel for it yet");
+  ir::Graph bf16;
+  const int a = bf16.addInput("a", {4, 8}, DType::kBF16, ir::TensorRole::kInput);
+  const int w = bf16.addWeight("w", {8, 2}, DType::kBF16);
+  bf16.markOutput(bf16.matmul("mm", a, w, false, false));
+  expectError([&] { CudaExecutor{bf16}; }, ErrorKind::kUnsupported, "op 'mm' (MatMul): the CUDA MatMul is f32 only");
+}
+
+// A training graph small enough to check by hand: y = relu(x w + b), loss, gradients, SGD.
+ir::Graph tinyStep() {
+  ir::Graph g;
+  const int x = g.addInput("x", {2, 3}, DType::kF32, ir::TensorRole::kInput);
+  const int labels = g.addInput("labels", {2}, DType::kInt64, ir::TensorRole::kLabel);
+  const int w = g.addWeight("w", {3, 4}, DType::kF32);
+  const int b = g.addWeight("b", {4}, DType::kF32);
+  const int y = g.relu("relu", g.add("bias", g.matmul("mm", x, w, false, false), b));
+  g.markOutput(g.softmaxCrossEntropy("loss", y, labels));
+  const int dy = g.softmaxCrossEntropyGrad("loss.grad", y, labels);
+  const int dz = g.reluGrad("relu.grad", dy, y);
+  g.markOutput(g.sgdUpdate("w.sgd", w, g.matmul("mm.grad_b", x, dz, true, false, ir::TensorRole::kGradient), 0.5));
+  g.markOutput(g.sgdUpdate("b.sgd", b, g.reduceSumTo("bias.grad_b", dz, {4}), 0.5));
+  g.markOutput(g.scale("scaled", g.reshape("flat", y, {8}), 0.25));
+  return g;
+}
+
+std::map<std::string, ir::TensorValue> tinyFeeds(int64_t label) {
+  return {{"x", f32({2, 3}, {1, -2, 0.5, 3, 0.25, -1})},
+          {"labels", {{2}, DType::kInt64, {}, {label, 1}}},
+          {"w", f32({3, 4}, {0.5, -1, 2, 0.25, 1, 0.5, -0.5, 2, -2, 1, 0.75, -0.25})},
+          {"b", f32({4}, {0.5, 0, -0.5, 1})}};
+}
+
+TEST(CudaExecutor, RefusesBadFeedsBeforeTouchingADevice) {
+  const ir::Graph g = tinyStep();
+  const CudaExecutor executor(g);
+  expectError([&] { executor.runTimed(tinyFeeds(4), {}); }, ErrorKind::kInvalidInput,
+              "op 'loss': label 4 is outside [0, 4)");
+  std::map<std::string, ir::TensorValue> feeds = tinyFeeds(0);
+  feeds.erase("b");
+  expectError([&] { executor.runTimed(feeds, {}); }, ErrorKind::kInvalidInput, "no value given for weight 'b'");
+  expectError([&] { executor.runTimed(tinyFeeds(0), {1, 0}); }, ErrorKind::kInvalidConfig, "--repeats");
+}
+
+TEST(CudaExecutor, RunsASmallTrainingStepLikeTheCpuExecutor) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  const ir::Graph g = tinyStep();
+  const TimedRun gpu = CudaExecutor(g).runTimed(tinyFeeds(2), {1, 3});
+  const std::vector<ir::TensorValue> cpu = CpuExecutor(g, {}).run(tinyFeeds(2));
+  ASSERT_EQ(gpu.op_seconds.size(), g.ops().size());
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    // A Reshape launches nothing (its output aliases its input): its two events may read 0 apart.
+    if (g.ops()[i].type == ir::OpType::kReshape) {
+      EXPECT_GE(gpu.op_seconds[i], 0.0);
+    } else {
+      EXPECT_GT(gpu.op_seconds[i], 0.0) << g.ops()[i].name;
+    }
+  }
+  for (const ir::Tensor& tensor : g.tensors()) {
+    const ir::TensorValue& a = gpu.values[static_cast<size_t>(tensor.id)];
+    const ir::TensorValue& b = cpu[static_cast<size_t>(tensor.id)];
+    ASSERT_EQ(a.shape, b.shape) << tensor.name;
+    EXPECT_EQ(a.ints, b.ints) << tensor.name;
+    // The products and sums of these few terms are exact in f32, so the order does not
+    // matter, except for exp and log in the loss (a few ulp apart between libraries).
+    for (size_t i = 0; i < a.floats.size(); ++i) {
+      EXPECT_NEAR(a.floats[i], b.floats[i], 1e-6 * (1 + std::abs(b.floats[i]))) << tensor.name << "[" << i << "]";
+    }
+  }
+}
+
+TEST(CudaExecutor, MatMulTransposesAndBroadcastsOverTheBatchLikeTheCpuExecutor) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  ir::Graph g;
+  const int a = g.addInput("a", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);  // [batch, k, m] read transposed
+  const int b = g.addWeight("b", {5, 3}, DType::kF32);                            // [n, k] read transposed
+  g.markOutput(g.matmul("mm", a, b, true, true));                                 // [2, 4, 5]
+  std::map<std::string, ir::TensorValue> feeds;
+  std::vector<double> av(24), bv(15);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<double>(static_cast<int>(i % 5) - 2) * 0.5;
+  feeds["a"] = f32({2, 3, 4}, av);
+  feeds["b"] = f32({5, 3}, bv);
+  const TimedRun gpu = CudaExecutor(g).runTimed(feeds, {0, 1});
+  const std::vector<ir::TensorValue> cpu = CpuExecutor(g, {}).run(feeds);
+  const int out = g.outputs()[0];
+  EXPECT_EQ(gpu.values[static_cast<size_t>(out)].floats,
+            cpu[static_cast<size_t>(out)].floats);  // small integers: exact
+}
+
+TEST(CudaExecutor, RunsTheMlpTrainingStepWithinF32RoundingOfTheCpuExecutor) {
+  SKIP_WITHOUT_CUDA_DEVICE();
+  RunRequest request;
+  request.model_path = TPUSIM_SOURCE_DIR "/traces/mlp.onnx";
+  request.batch = 8;
+  const ModelGraph built = buildModelGraph(request);
+  const NamedValues inputs = generatedInputs(built, 7);
+  const auto feeds = completeFeeds(built, {inputs.begin(), inputs.end()});
+  const TimedRun gpu = CudaExecutor(built.graph).runTimed(feeds, {1, 3});
+  const std::vector<ir::TensorValue> cpu = CpuExecutor(built.graph, {}).run(feeds);
+  for (int id : stepOutputIds(built.graph)) {
+    const std::vector<double>& a = gpu.values[static_cast<size_t>(id)].floats;
+    const std::vector<double>& b = cpu[static_cast<size_t>(id)].floats;
+    double error = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      error = std::max(error, std::abs(a[i] - b[i])), scale = std::max(scale, std::abs(b[i]));
+    // f32 sums of up to 784 terms in two orders: normwise within a few hundred ulp.
+    EXPECT_LT(error, 1e-5 * std::max(scale, 1e-30)) << built.graph.tensor(id).name;
+  }
+}
+
+}  // namespace
+}  // namespace tpusim::reference
