@@ -9,6 +9,8 @@
 
 #include "report/cmem_section.hpp"
 #include "report/interconnect_section.hpp"
+#include "report/memory_timeline.hpp"
+#include "report/peaks_section.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -343,6 +345,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
+  report["memory_timeline"] = memoryTimelineSection(memoryTimeline(chip, result.timeline, result.total_cycles));
   report["hbm"] = hbmEntry(result, hw);
   report["dma"] = dmaEntries(result);
   const PerOp per_op = perOpEntries(chip, result, hw);
@@ -350,6 +353,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);
   if (result.ici) report["interconnect"] = interconnectEntry(program, result);
+  report["peaks"] = peaksSection(hw);
 
   report["stats"] = statsEntries(*result.stats);
   return report;
