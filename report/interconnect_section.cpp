@@ -1,5 +1,7 @@
 #include "report/interconnect_section.hpp"
 
+#include <sstream>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -152,20 +154,19 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   return entry;
 }
 
-void writeLinksCsv(const nlohmann::ordered_json& report, const std::string& path) {
+std::string linksCsv(const nlohmann::ordered_json& report) {
   if (!report.contains("interconnect")) throw Error(ErrorKind::kInternal, "links.csv: the report has no interconnect");
-  std::ofstream file(path, std::ios::trunc);
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path + "'");
+  std::ostringstream file;
   file << "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization\n";
   char utilization[32];
-  for (const auto& link : report["interconnect"]["links"]) {
-    std::snprintf(utilization, sizeof(utilization), "%.6f", link["utilization"].get<double>());
-    file << link["src"].get<int>() << ',' << link["dst"].get<int>() << ',' << link["dim"].get<std::string>() << ','
-         << link["dir"].get<std::string>() << ',' << link["x"].get<int>() << ',' << link["y"].get<int>() << ','
-         << link["z"].get<int>() << ',' << link["bytes"].get<uint64_t>() << ',' << link["busy_cycles"].get<uint64_t>()
-         << ',' << utilization << '\n';
+  for (const auto& link : report.at("interconnect").at("links")) {
+    std::snprintf(utilization, sizeof(utilization), "%.6f", link.at("utilization").get<double>());
+    file << link.at("src").get<int>() << ',' << link.at("dst").get<int>() << ',' << link.at("dim").get<std::string>()
+         << ',' << link.at("dir").get<std::string>() << ',' << link.at("x").get<int>() << ',' << link.at("y").get<int>()
+         << ',' << link.at("z").get<int>() << ',' << link.at("bytes").get<uint64_t>() << ','
+         << link.at("busy_cycles").get<uint64_t>() << ',' << utilization << '\n';
   }
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "failed writing '" + path + "'");
+  return file.str();
 }
 
 }  // namespace tpusim

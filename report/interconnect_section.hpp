@@ -19,8 +19,8 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
 // engines is busy: the communication the step does not hide behind compute.
 uint64_t exposedCommunicationCycles(const program::Program& program, const Timeline& timeline);
 
-// Writes report["interconnect"]["links"] as CSV: src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization
-// (x, y, z: the source chip's coordinates). Throws on a report without the section.
-void writeLinksCsv(const nlohmann::ordered_json& report, const std::string& path);
+// report["interconnect"]["links"] as links.csv: src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization
+// (x, y, z: the source chip's coordinates). A missing field throws nlohmann's exception.
+std::string linksCsv(const nlohmann::ordered_json& report);
 
 }  // namespace tpusim

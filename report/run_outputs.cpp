@@ -64,6 +64,8 @@ std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, 
       files.emplace_back("trace.json", traceJson(report));
     }
     files.emplace_back("report.html", reportHtml(report));
+    // One row per directed ICI link, for runs on a slice (interconnect_section.hpp).
+    if (report.contains("interconnect")) files.emplace_back("links.csv", linksCsv(report));
   } catch (const nlohmann::json::exception& error) {
     // A field missing or of the wrong type: the report was edited or is from another tool.
     throw Error(ErrorKind::kInvalidInput, "report.json is malformed: " + std::string(error.what()));
@@ -73,11 +75,7 @@ std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, 
     writeText(fs::path(dir) / name, text);
     written.push_back(name);
   }
-  // links.csv, one row per directed ICI link, for runs on a slice (interconnect_section.hpp).
-  if (report.contains("interconnect")) {
-    writeLinksCsv(report, (fs::path(dir) / "links.csv").string());
-    written.push_back("links.csv");
-  } else {
+  if (!report.contains("interconnect")) {
     std::error_code ec;
     fs::remove(fs::path(dir) / "links.csv", ec);
   }
