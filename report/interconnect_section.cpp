@@ -150,6 +150,17 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   entry["communication_cycles"] = lengthOf(unionOf(std::move(in_flight)));
   entry["exposed_communication_cycles"] = exposedCommunicationCycles(program, result.timeline);
   entry["collectives"] = collectives;
+  if (ici.ocs.used) {
+    nlohmann::ordered_json ocs;
+    ocs["cube_edge"] = ici.ocs_config.cube_edge;
+    ocs["pod_cubes"] = ici.ocs_config.pod_cubes;
+    ocs["failed_cubes"] = ici.ocs_config.failed_cubes;
+    ocs["cubes"] = ici.ocs.cubes;
+    ocs["ocs_links"] = ici.ocs.ocs_links.size();
+    ocs["insertion_latency_ns"] = ici.ocs_config.insertion_latency_ns;
+    ocs["reconfiguration_s"] = ici.ocs_config.reconfiguration_s;
+    entry["ocs"] = ocs;
+  }
   entry["links"] = links;
   return entry;
 }

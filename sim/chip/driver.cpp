@@ -55,10 +55,11 @@ void registerPodStats(const Pod& pod, StatsRegistry& stats) {
       .add(pod.network().memoryBytes());
 }
 
-IciResult iciResultOf(const Network& network) {
+IciResult iciResultOf(const Pod& pod) {
+  const Network& network = pod.network();
   const Topology& topology = network.topology();
-  IciResult ici{topology, network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
-                network.makespan()};
+  IciResult ici{topology,           network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
+                network.makespan(), pod.ocsConfig(),  pod.ocsWiring()};
   for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
     ici.links[static_cast<size_t>(link)] = network.linkStats(link);
   }
@@ -109,7 +110,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
       total_cycles.add(clock.cyclesAt(sc_core::sc_time_stamp()));
       if (topology.numChips() > 1) {
         registerPodStats(pod, *result.stats);
-        result.ici = iciResultOf(pod.network());
+        result.ici = iciResultOf(pod);
       }
     }
     if (!completed) throw Error(ErrorKind::kInternal, "simulation ended before every instruction retired");

@@ -16,6 +16,7 @@
 #include "sim/common/stats.hpp"
 #include "sim/common/timeline.hpp"
 #include "sim/interconnect/network.hpp"
+#include "sim/interconnect/ocs.hpp"
 #include "traces/program.pb.h"
 
 namespace tpusim {
@@ -26,6 +27,8 @@ struct IciResult {
   IciLinkConfig link;
   std::vector<LinkStats> links;  // by LinkId (Topology::linkId); slots of size-1 dimensions stay zero
   uint64_t makespan_ps = 0;      // when the last transfer delivered
+  OcsConfig ocs_config;
+  OcsWiring ocs;                 // the slice's cubes and links through optical circuit switches
 };
 
 struct SimResult {

@@ -1,5 +1,7 @@
 #include "sim/chip/pod.hpp"
 
+#include <cmath>
+
 #include "sim/chip/program_check.hpp"
 #include "sim/common/error.hpp"
 
@@ -28,9 +30,15 @@ Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology&
          const program::ChipProgram& program, UnitContext context)
     : sc_core::sc_module(name),
       m_network(topology, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing())),
+      m_ocs_config(ocsConfigOf(hw)),
+      m_ocs(topology.numChips() > 1 ? wireSlice(topology, m_ocs_config) : OcsWiring{}),
       m_replicas(allChips(topology)),
       m_period_ps(context.clock->period().value()) {
   m_network.setRecycling(true);
+  const auto ocs_ps = static_cast<uint64_t>(std::llround(m_ocs_config.insertion_latency_ns * 1e3));
+  if (ocs_ps > 0) {
+    for (const LinkId link : m_ocs.ocs_links) m_network.setExtraLatency(link, ocs_ps);
+  }
   m_chip = std::make_unique<Chip>("chip0", hw.config(), program, context, topology.numChips() > 1 ? this : nullptr);
   SC_THREAD(drive);
 }

@@ -23,6 +23,7 @@
 #include "sim/common/params.hpp"
 #include "sim/interconnect/collectives.hpp"
 #include "sim/interconnect/network.hpp"
+#include "sim/interconnect/ocs.hpp"
 
 namespace tpusim {
 
@@ -37,6 +38,9 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
 
   const Chip& chip() const { return *m_chip; }
   const Network& network() const { return m_network; }
+  // The slice's cubes and its links through optical circuit switches (ici.ocs_*).
+  const OcsConfig& ocsConfig() const { return m_ocs_config; }
+  const OcsWiring& ocsWiring() const { return m_ocs; }
   // Collectives started, and the sum of their durations (launch to last byte), in ps.
   uint64_t collectives() const { return m_launched.size(); }
   uint64_t collectivePs() const { return m_collective_ps; }
@@ -58,6 +62,8 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
   uint64_t roundUpToCycle(uint64_t ps) const { return (ps + m_period_ps - 1) / m_period_ps * m_period_ps; }
 
   Network m_network;
+  OcsConfig m_ocs_config;
+  OcsWiring m_ocs;
   Group m_replicas;
   uint64_t m_period_ps;
   std::unique_ptr<Chip> m_chip;
