@@ -74,9 +74,7 @@ nlohmann::ordered_json runPsSteps(const HardwareParams& hw, const ir::Graph& gra
   Picos reshard = 0;
   for (Picos p : run.schedule.reshard) reshard += p;
   s["reshard_s"] = secondsFromPicos(reshard);
-  s["imbalance"] = {{"bytes", run.bytes_imbalance},
-                    {"requests", run.requests_imbalance},
-                    {"busy", run.busy_imbalance}};
+  s["imbalance"] = {{"bytes", run.bytes_imbalance}, {"requests", run.requests_imbalance}, {"busy", run.busy_imbalance}};
   nlohmann::ordered_json shards = nlohmann::ordered_json::array();
   for (size_t i = 0; i < run.shards.size(); ++i) {
     const ps::ShardStats& shard = run.shards[i];

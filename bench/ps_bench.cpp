@@ -36,8 +36,10 @@ void psRun(benchmark::State& state, tpusim::ps::ShardingPolicy policy, tpusim::p
 
 using tpusim::ps::Aggregation;
 using tpusim::ps::ShardingPolicy;
-BENCHMARK_CAPTURE(psRun, round_robin_sync, ShardingPolicy::kRoundRobin, Aggregation::kSync)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(psRun, size_balanced_sync, ShardingPolicy::kSizeBalanced, Aggregation::kSync)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(psRun, round_robin_sync, ShardingPolicy::kRoundRobin, Aggregation::kSync)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(psRun, size_balanced_sync, ShardingPolicy::kSizeBalanced, Aggregation::kSync)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(psRun, dynamic_sync, ShardingPolicy::kDynamic, Aggregation::kSync)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(psRun, dynamic_async, ShardingPolicy::kDynamic, Aggregation::kAsync)->Unit(benchmark::kMillisecond);
 

@@ -13,7 +13,9 @@ uint64_t Rng::next() {
   return z ^ (z >> 31);
 }
 
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+double Rng::uniform() {
+  return static_cast<double>(next() >> 11) * 0x1.0p-53;
+}
 
 uint64_t Rng::below(uint64_t n) {
   return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);

@@ -16,7 +16,9 @@ std::string canonical(std::string name) {
   return name;
 }
 
-uint64_t count(int64_t value) { return value < 0 ? uint64_t{0} : static_cast<uint64_t>(value); }
+uint64_t count(int64_t value) {
+  return value < 0 ? uint64_t{0} : static_cast<uint64_t>(value);
+}
 
 }  // namespace
 

@@ -21,9 +21,9 @@ Aggregation parseAggregation(const std::string& name);
 const char* aggregationName(Aggregation aggregation);
 
 struct PsConfig {
-  double dcn_gbps = 25;         // per host, each direction
-  double dcn_latency_us = 10;   // one way
-  uint64_t tasks = 16;          // PS tasks = shards
+  double dcn_gbps = 25;        // per host, each direction
+  double dcn_latency_us = 10;  // one way
+  uint64_t tasks = 16;         // PS tasks = shards
   double request_service_ns = 100;
   double memory_gbps = 100;
   ShardingPolicy sharding = ShardingPolicy::kRoundRobin;

@@ -12,11 +12,11 @@
 namespace tpusim::ps {
 
 struct ShardStats {
-  uint64_t rows_held = 0;   // at the end of the run
+  uint64_t rows_held = 0;  // at the end of the run
   uint64_t bytes_held = 0;
-  uint64_t rows = 0;        // rows pulled (each also pushed back as a gradient)
-  uint64_t bytes = 0;       // over the shard's DCN link: pulls + pushes (+ re-shard moves)
-  uint64_t requests = 0;    // one per row pulled and one per gradient pushed (+ re-shard moves)
+  uint64_t rows = 0;      // rows pulled (each also pushed back as a gradient)
+  uint64_t bytes = 0;     // over the shard's DCN link: pulls + pushes (+ re-shard moves)
+  uint64_t requests = 0;  // one per row pulled and one per gradient pushed (+ re-shard moves)
   Picos busy = 0;
 };
 

@@ -174,7 +174,7 @@ class AsyncRun {
   std::vector<uint64_t> m_step;      // per worker: the step it is on
   std::vector<uint64_t> m_finished;  // per step: workers that finished it
   std::vector<Picos> m_shard_free;
-  std::vector<uint64_t> m_waiting;   // workers blocked on the staleness bound or a re-shard
+  std::vector<uint64_t> m_waiting;  // workers blocked on the staleness bound or a re-shard
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> m_events;
 };
 

@@ -51,7 +51,7 @@ struct Schedule {
   std::vector<Picos> reshard;       // per step: time of the re-shard before it (0: none)
   std::vector<Picos> worker_start;  // [step x workers + worker]
   std::vector<Picos> worker_end;
-  std::vector<Picos> shard_busy;    // per shard, over the run (pulls, pushes and re-shard moves)
+  std::vector<Picos> shard_busy;  // per shard, over the run (pulls, pushes and re-shard moves)
 };
 
 // `compute`: one worker's compute time of a step (the simulated chip's step).

@@ -15,8 +15,8 @@ void checkRun(const std::vector<EmbeddingTable>& tables, uint64_t workers, uint6
   if (batch == 0) throw Error(ErrorKind::kInvalidConfig, "the parameter-server run needs a batch > 0");
   if (steps == 0) throw Error(ErrorKind::kInvalidConfig, "the parameter-server run needs --steps > 0");
   if (steps * workers >= std::numeric_limits<uint32_t>::max() / 2 || workers > 65536) {
-    throw Error(ErrorKind::kInvalidConfig, "--steps x --workers is too large (" + std::to_string(steps) + " x " +
-                                               std::to_string(workers) + ")");
+    throw Error(ErrorKind::kInvalidConfig,
+                "--steps x --workers is too large (" + std::to_string(steps) + " x " + std::to_string(workers) + ")");
   }
   if (tables.empty()) {
     throw Error(ErrorKind::kInvalidInput,
@@ -64,7 +64,8 @@ Traffic generateTraffic(const std::vector<EmbeddingTable>& tables, const PsConfi
   }
 
   for (uint64_t k = 0; k < steps; ++k) {
-    if (dynamic && k > 0 && k % config.reshard_every_steps == 0) traffic.reshards[k] = placement.reshard(tables, counts);
+    if (dynamic && k > 0 && k % config.reshard_every_steps == 0)
+      traffic.reshards[k] = placement.reshard(tables, counts);
     for (uint64_t w = 0; w < workers; ++w) {
       const uint32_t token = static_cast<uint32_t>(k * workers + w + 1);  // "seen by this worker this step"
       ShardLoad* loads = &traffic.load[(k * workers + w) * shards];

@@ -28,12 +28,12 @@ struct Traffic {
   uint64_t steps = 0;
   uint64_t workers = 0;
   uint64_t shards = 0;
-  std::vector<ShardLoad> load;           // [(step x workers + worker) x shards + shard]
-  std::vector<ReshardMoves> reshards;    // per step; rows = 0 where none happened
-  std::vector<uint64_t> shard_bytes;     // bytes of rows each shard holds at the end
-  std::vector<uint64_t> shard_rows;      // rows each shard holds at the end
-  uint64_t lookups = 0;                  // ids drawn, before deduplication
-  uint64_t unique_rows = 0;              // rows pulled, summed over workers and steps
+  std::vector<ShardLoad> load;         // [(step x workers + worker) x shards + shard]
+  std::vector<ReshardMoves> reshards;  // per step; rows = 0 where none happened
+  std::vector<uint64_t> shard_bytes;   // bytes of rows each shard holds at the end
+  std::vector<uint64_t> shard_rows;    // rows each shard holds at the end
+  uint64_t lookups = 0;                // ids drawn, before deduplication
+  uint64_t unique_rows = 0;            // rows pulled, summed over workers and steps
 
   const ShardLoad& at(uint64_t step, uint64_t worker, uint64_t shard) const {
     return load[(step * workers + worker) * shards + shard];

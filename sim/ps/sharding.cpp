@@ -78,7 +78,8 @@ ReshardMoves Placement::reshard(const std::vector<EmbeddingTable>& tables,
   std::vector<Hot> hot;
   for (size_t t = 0; t < tables.size(); ++t) {
     for (uint64_t r = 0; r < tables[t].rows; ++r) {
-      if (counts[t][r] >= kHotAccesses) hot.push_back({counts[t][r] * tables[t].row_bytes, static_cast<uint32_t>(t), r});
+      if (counts[t][r] >= kHotAccesses)
+        hot.push_back({counts[t][r] * tables[t].row_bytes, static_cast<uint32_t>(t), r});
     }
   }
   std::sort(hot.begin(), hot.end(), [](const Hot& a, const Hot& b) {

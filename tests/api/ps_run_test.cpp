@@ -47,7 +47,8 @@ TEST(PsRun, OnlyPsIsAStrategy) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_STREQ(e.what(), "unsupported strategy 'mirrored' (implemented: ps, ParameterServerStrategy; docs/strategies.md)");
+    EXPECT_STREQ(e.what(),
+                 "unsupported strategy 'mirrored' (implemented: ps, ParameterServerStrategy; docs/strategies.md)");
   }
 }
 
