@@ -52,7 +52,7 @@ const char* aggregationName(Aggregation aggregation) {
 
 PsConfig psConfigOf(const config::HardwareConfig& hw) {
   PsConfig c;
-  c.dcn_gbps = hw.dcn().bandwidth_gbps();
+  c.dcn_gbps = hw.dcn().host_bandwidth_gbps();
   c.dcn_latency_us = hw.dcn().latency_us();
   const config::PsConfig& p = hw.ps();
   c.tasks = count(p.tasks());
@@ -68,7 +68,7 @@ PsConfig psConfigOf(const config::HardwareConfig& hw) {
 }
 
 void checkPsConfig(const PsConfig& c) {
-  requirePositive(c.dcn_gbps, "dcn.bandwidth_gbps", "GB/s");
+  requirePositive(c.dcn_gbps, "dcn.host_bandwidth_gbps", "GB/s");
   requireNonNegative(c.dcn_latency_us, "dcn.latency_us", "us");
   requirePositive(static_cast<double>(c.tasks), "ps.tasks", "count");
   if (c.tasks > 65536) {

@@ -64,7 +64,7 @@ def test_options_reach_the_model(tpusim_bin, tmp_path):
     (["--strategy", "ps", "--workers", "0"], 2, "--workers must be > 0"),
     (["--sharding", "dynamic"], 2, "--sharding and --ps-tasks need --strategy ps"),
     (["--strategy", "ps", "--set", "ps.zipf_exponent=-1"], 2, "parameter ps.zipf_exponent must be >= 0"),
-    (["--strategy", "ps", "--set", "dcn.bandwidth_gbps=0"], 2, "parameter dcn.bandwidth_gbps must be > 0"),
+    (["--strategy", "ps", "--set", "dcn.host_bandwidth_gbps=0"], 2, "parameter dcn.host_bandwidth_gbps must be > 0"),
     (["--strategy", "ps", "--set", "ps.tasks=0"], 2, "parameter ps.tasks must be > 0"),
     (["--strategy", "ps", "--set", "ps.sharding=hash"], 2, "must be one of round_robin, size_balanced, dynamic"),
 ])

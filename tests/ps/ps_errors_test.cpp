@@ -22,7 +22,7 @@ void expectError(const PsConfig& c, ErrorKind kind, const std::string& message, 
 TEST(PsErrors, BadConfigValuesNameTheParameter) {
   PsConfig c;
   c.dcn_gbps = 0;
-  expectError(c, ErrorKind::kInvalidConfig, "parameter dcn.bandwidth_gbps must be > 0 (got 0 GB/s)");
+  expectError(c, ErrorKind::kInvalidConfig, "parameter dcn.host_bandwidth_gbps must be > 0 (got 0 GB/s)");
   c = PsConfig{};
   c.tasks = 0;
   expectError(c, ErrorKind::kInvalidConfig, "parameter ps.tasks must be > 0 (got 0 count)");
