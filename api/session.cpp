@@ -5,6 +5,7 @@
 #include "api/ps_run.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 
@@ -31,6 +32,30 @@ HardwareParams resolveHardware(const RunRequest& request) {
   return hw;
 }
 
+std::optional<Topology> sliceOf(const RunRequest& request, const HardwareParams& hw) {
+  if (request.topology.empty()) return std::nullopt;
+  return Topology::parse(topologyKindFromName(hw.config().ici().topology()), request.topology);
+}
+
+namespace {
+
+// A saved Program keeps the slice it was compiled for; --topology may only restate it.
+void checkSavedSlice(const RunRequest& request, const program::Program& program, const HardwareParams& hw) {
+  if (request.topology.empty()) return;
+  const std::optional<Topology> asked = sliceOf(request, hw);
+  const uint32_t replicas = program.replicas() < 1 ? 1 : program.replicas();
+  if (static_cast<uint32_t>(asked->numChips()) != replicas ||
+      (replicas > 1 && asked->shapeString() != program.topology_shape())) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "--topology " + asked->shapeString() + " (" + std::to_string(asked->numChips()) +
+                    " chips) does not match " + request.model_path + ", compiled for " + std::to_string(replicas) +
+                    " replicas" + (replicas > 1 ? " on " + program.topology_shape() : std::string()) +
+                    "; recompile the model");
+  }
+}
+
+}  // namespace
+
 program::Program compileRequest(const RunRequest& request, const HardwareParams& hw, std::vector<PassTiming>* timings) {
   if (!std::filesystem::exists(request.model_path)) {
     throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
@@ -49,6 +74,7 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
       throw Error(ErrorKind::kInvalidConfig,
                   request.model_path + " was compiled for " + program.mode() + ", not " + *request.mode);
     }
+    checkSavedSlice(request, program, hw);
     if (program.target_hw() != hw.name()) {
       spdlog::warn("{} was compiled for {}; running it on {}", request.model_path, program.target_hw(), hw.name());
     }
@@ -65,6 +91,18 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   LowerOptions lower{name, built.mode, static_cast<uint64_t>(built.model.batch)};
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
+  lower.topology = sliceOf(request, hw);
+  if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
+    throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
+  }
+  if (request.all_reduce_bucket_mib > 0 && !lower.topology) {
+    throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib applies to a run on a slice (--topology)");
+  }
+  lower.all_reduce_bucket_bytes = static_cast<uint64_t>(std::ceil(request.all_reduce_bucket_mib * 1024 * 1024));
+  if (lower.topology && built.mode == kHloMode) {
+    throw Error(ErrorKind::kUnsupported,
+                "--topology replicates an ONNX model; an HLO module runs as written on one chip");
+  }
   Compiled compiled = compileGraph(built.graph, hw, lower, options);
   if (!isHloPath(request.model_path)) compiled.program.set_precision(request.precision);
   if (timings) {

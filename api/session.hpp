@@ -14,6 +14,7 @@
 #include "frontend/passes/pass_manager.hpp"
 #include "reference/cpu/mxu_gemm.hpp"
 #include "sim/common/params.hpp"
+#include "sim/interconnect/topology.hpp"
 #include "traces/program.pb.h"
 
 namespace tpusim {
@@ -22,7 +23,13 @@ struct RunRequest {
   std::string model_path;           // .onnx model, .hlo / .hlo.txt module, or a saved Program (.tpuprog, .tpuprog.txt)
   std::string hw = "tpuv4";         // preset name or .textproto path
   std::optional<std::string> mode;  // "training" (default for ONNX) or "inference"; HLO: "as-written"
-  std::optional<int64_t> batch;     // for models with a symbolic batch dimension
+  std::optional<int64_t> batch;     // for models with a symbolic batch dimension; per replica with a topology
+  // Data parallel over an ICI slice of this shape ("4x4x4", of the preset's ici.topology kind):
+  // one replica per chip, each with `batch` examples (global batch = batch x chips). Empty: one chip.
+  std::string topology;
+  // With a topology: consecutive gradient all-reduces share one collective of up to this many
+  // MiB (0: one per gradient).
+  double all_reduce_bucket_mib = 0;
   ParamOverrides overrides;         // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
   // gradient accumulation and rematerialization. Checked by buildTrainingGraph.
@@ -64,6 +71,10 @@ TrainingOptions trainingOptionsOf(const RunRequest& request);
 
 // The preset with the request's overrides applied and validated.
 HardwareParams resolveHardware(const RunRequest& request);
+
+// The ICI slice of --topology (the preset's ici.topology kind), or none. A shape that
+// does not parse or fit the kind is a one-line error.
+std::optional<Topology> sliceOf(const RunRequest& request, const HardwareParams& hw);
 
 // The Program the request describes: an ONNX model compiled for `hw`, or a saved Program.
 // `timings`, when given, receives the wall time of each compiler stage (import and the

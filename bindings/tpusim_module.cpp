@@ -62,12 +62,16 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.tiling_objective = value.cast<std::string>();
     else if (name == "precision")
       request.precision = value.cast<std::string>();
+    else if (name == "topology")
+      request.topology = value.cast<std::string>();
+    else if (name == "all_reduce_bucket_mib")
+      request.all_reduce_bucket_mib = value.cast<double>();
     else {
       throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "precision, matmul_precision, tiling_objective)");
+                              "precision, matmul_precision, tiling_objective, topology, all_reduce_bucket_mib)");
     }
   }
 }

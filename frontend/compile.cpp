@@ -5,6 +5,7 @@
 
 #include "frontend/passes/cmem_placement.hpp"
 #include "frontend/passes/constant_fold.hpp"
+#include "frontend/passes/data_parallel.hpp"
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "frontend/passes/mxu_padding.hpp"
@@ -15,11 +16,12 @@ namespace tpusim {
 
 namespace {
 
-PassManager graphPasses(const HardwareParams& hw) {
+PassManager graphPasses(const HardwareParams& hw, int64_t replicas) {
   PassManager passes;
   const int64_t rows = hw.config().mxu().rows(), cols = hw.config().mxu().cols();
   passes.add("constant_fold", constantFold);
   passes.add("dead_code", [](const ir::Graph& g) { return g.withoutDeadOps(); });
+  passes.add("data_parallel", [replicas](const ir::Graph& g) { return allReduceGradients(g, replicas); });
   passes.add("fuse_elementwise", fuseElementwise);
   passes.add("placement", placeOps);
   passes.add("mxu_padding", [rows, cols](const ir::Graph& g) { return padToMxuTile(g, rows, cols); });
@@ -29,7 +31,7 @@ PassManager graphPasses(const HardwareParams& hw) {
 }  // namespace
 
 std::vector<std::string> compilerPassNames() {
-  std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4")).names();
+  std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4"), 1).names();
   names.push_back("memory_plan");
   names.push_back("lower");
   names.push_back("cmem_placement");
@@ -39,7 +41,7 @@ std::vector<std::string> compilerPassNames() {
 Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options,
                       const CompileOptions& compile) {
   Compiled compiled;
-  const PassManager passes = graphPasses(hw);
+  const PassManager passes = graphPasses(hw, options.topology ? options.topology->numChips() : 1);
   const std::vector<std::string> known = compilerPassNames();
   for (const std::string& name : compile.print_ir_after) {
     if (name == "all" || std::find(known.begin(), known.end(), name) != known.end()) continue;

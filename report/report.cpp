@@ -8,6 +8,9 @@
 #include <sstream>
 
 #include "report/cmem_section.hpp"
+#include "report/interconnect_section.hpp"
+#include "report/memory_timeline.hpp"
+#include "report/peaks_section.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -19,6 +22,7 @@ const char* unitKindName(program::Unit unit) {
     case program::MXU: return "mxu";
     case program::VPU: return "vpu";
     case program::DMA: return "dma";
+    case program::ICI: return "ici";
     default: return "?";
   }
 }
@@ -341,12 +345,15 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
+  report["memory_timeline"] = memoryTimelineSection(memoryTimeline(chip, result.timeline, result.total_cycles));
   report["hbm"] = hbmEntry(result, hw);
   report["dma"] = dmaEntries(result);
   const PerOp per_op = perOpEntries(chip, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);
+  if (result.ici) report["interconnect"] = interconnectEntry(program, result);
+  report["peaks"] = peaksSection(hw);
 
   report["stats"] = statsEntries(*result.stats);
   return report;
@@ -468,6 +475,22 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   }
   appendMxuSummary(report, out);
   appendCmemSummary(report, out);
+  if (report.contains("interconnect")) {
+    const auto& ici = report["interconnect"];
+    std::snprintf(line, sizeof(line),
+                  "ICI          %s %s, %llu replicas (global batch %llu): %llu collectives of %.3f MiB, in flight %llu "
+                  "cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
+                  ici["topology"].get<std::string>().c_str(), ici["shape"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(ici["replicas"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["global_batch"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["collective_count"].get<uint64_t>()),
+                  static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),
+                  static_cast<unsigned long long>(ici["communication_cycles"].get<uint64_t>()),
+                  static_cast<unsigned long long>(ici["exposed_communication_cycles"].get<uint64_t>()),
+                  100.0 * ici["mean_link_utilization"].get<double>(),
+                  100.0 * ici["max_link_utilization"].get<double>());
+    out << line;
+  }
   if (report.contains("host")) {
     const auto& h = report["host"];
     std::snprintf(line, sizeof(line),

@@ -26,6 +26,7 @@ packages=(
   python3-onnx python3-numpy python3-pytest
   python3-venv python3-pip python3-setuptools python3-wheel
   libonnx-testdata
+  chromium  # headless, for the report.html browser test (tests/e2e/test_report_browser.py)
 )
 if [[ "${TPUSIM_WITH_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch python3-torchvision)

@@ -18,6 +18,9 @@ for pass in constant_fold dead_code fuse_elementwise placement mxu_padding memor
   "$bin" compile traces/mlp.onnx --batch 4 -o "$out/mlp.tpuprog" --print-ir-after "$pass" 2> "tests/golden/passes/mlp_$pass.txt" \
     > /dev/null
 done
+# data_parallel changes the graph only over a slice of several chips.
+"$bin" compile traces/mlp.onnx --batch 4 --topology 2x2x2 -o "$out/mlp.tpuprog" --print-ir-after data_parallel \
+  2> tests/golden/passes/mlp_data_parallel.txt > /dev/null
 # The IR after constant_fold on a trained MLP with exported-style transposes.
 TPUSIM_UPDATE_GOLDEN=1 "$build/tests/lowering_test" --gtest_filter='ConstantFold.GoldenIrOfATrainedMlp' >/dev/null
 # The input-bound table of docs/host.md.

@@ -13,6 +13,7 @@
 #include "api/session.hpp"
 #include "frontend/program_io.hpp"
 #include "report/report.hpp"
+#include "report/run_outputs.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
 #include "sim/common/params.hpp"
@@ -41,7 +42,8 @@ int runCommand(const std::vector<std::string>& args) {
   bool functional = false;
   uint64_t seed = 0;
   uint64_t steps = 0;
-  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json")(
+  desc.add_options()("out", po::value(&out_dir)->default_value(out_dir),
+                     "directory for report.json, the CSVs, trace.json and report.html")(
       "functional", po::bool_switch(&functional),
       "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
       "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
@@ -65,6 +67,7 @@ int runCommand(const std::vector<std::string>& args) {
   if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   writeReport(outcome.report, report_path);
+  const std::vector<std::string> views = writeReportViews(outcome.report, out_dir);
   std::cout << summarizeReport(outcome.report);
   if (functional) {
     std::filesystem::create_directories(std::filesystem::path(out_dir) / "functional", ec);
@@ -77,7 +80,11 @@ int runCommand(const std::vector<std::string>& args) {
               << outcome.functional_inputs.size() << " generated inputs in "
               << (std::filesystem::path(out_dir) / "functional").string() << "\n";
   }
-  std::cout << "report       " << report_path << "\n";
+  // One line, starting "report ": the goldens leave it out, as it holds the directory.
+  std::cout << "report       " << report_path << "; beside it";
+  for (const std::string& name : views) std::cout << " " << name;
+  if (no_instructions) std::cout << " (no timeline.csv, trace.json: --no-instructions)";
+  std::cout << "\n";
   return 0;
 }
 

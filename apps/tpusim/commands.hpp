@@ -11,5 +11,6 @@ int compileCommand(const std::vector<std::string>& args);
 int hwCommand(const std::vector<std::string>& args);
 int referenceCommand(const std::vector<std::string>& args);
 int compareCommand(const std::vector<std::string>& args);
+int reportCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

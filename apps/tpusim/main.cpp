@@ -18,10 +18,11 @@ namespace {
 constexpr const char* kUsage =
     "usage: tpusim <command> [options]\n"
     "commands:\n"
-    "  run MODEL       simulate one step of MODEL (.onnx or a saved Program) and write report.json\n"
+    "  run MODEL       simulate one step of MODEL (.onnx or a saved Program); write report.json and its views\n"
     "  compile MODEL   compile MODEL to a Program file (-o FILE)\n"
     "  reference MODEL run one step for real on a reference backend (--backend cpu|cuda), timed per op\n"
     "  compare SIM REF set a simulation report beside a reference report, per op and per output\n"
+    "  report RUN_DIR  remake the CSVs, trace.json and report.html of a run directory from its report.json\n"
     "  hw list         list the hardware presets\n"
     "  hw show PRESET  print a preset's parameters with units and descriptions\n"
     "  hw params       list every parameter with its default\n"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     if (command == "compile") return tpusim::cli::compileCommand(args);
     if (command == "reference") return tpusim::cli::referenceCommand(args);
     if (command == "compare") return tpusim::cli::compareCommand(args);
+    if (command == "report") return tpusim::cli::reportCommand(args);
     if (command == "hw") return tpusim::cli::hwCommand(args);
     std::cerr << "tpusim: unknown command '" << command << "'\n" << kUsage;
     return 2;

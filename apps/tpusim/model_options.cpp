@@ -15,7 +15,12 @@ po::options_description modelOptions(ModelOptions& o) {
   desc.add_options()("help,h", "show this help")("hw", po::value(&o.hw)->default_value(o.hw),
                                                  "hardware preset (tpusim hw list) or .textproto file")(
       "mode", po::value(&o.mode), "training (default) or inference; an HLO module runs as-written")(
-      "batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32)")(
+      "batch", po::value(&o.batch), "batch size for a symbolic batch dimension (default 32); per chip with --topology")(
+      "topology", po::value(&o.topology),
+      "data parallel over an ICI slice of this shape (4x4x4, of the preset's ici.topology): one replica per chip, "
+      "gradients all-reduced (docs/interconnect.md)")(
+      "all-reduce-bucket-mib", po::value(&o.training.all_reduce_bucket_mib)->default_value(0),
+      "with --topology: consecutive gradient all-reduces share one collective of up to this many MiB (0: one each)")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off")(
@@ -75,6 +80,7 @@ RunRequest toRequest(const ModelOptions& o) {
   RunRequest request = o.training;
   request.model_path = o.model;
   request.hw = o.hw;
+  request.topology = o.topology;
   if (!o.mode.empty()) request.mode = o.mode;
   if (o.batch != kBatchUnset) {
     if (o.batch <= 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");

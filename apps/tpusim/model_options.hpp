@@ -22,6 +22,7 @@ struct ModelOptions {
   int64_t batch = kBatchUnset;
   std::vector<std::string> sets;
   std::string log_level = "warn";
+  std::string topology;
   RunRequest training;  // the training fields only
 };
 

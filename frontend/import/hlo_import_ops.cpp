@@ -334,7 +334,7 @@ Value Importer::allReduce(const HloInstruction& ins, const std::vector<int>& x, 
   if (replicas > 1) {
     fail(ins, ErrorKind::kUnsupported,
          "unsupported: all-reduce across " + std::to_string(replicas) +
-             " replicas needs the interconnect model (not built yet)");
+             " replicas in an HLO module (an HLO module runs on one chip; --topology replicates ONNX models)");
   }
   if (x.size() == 1) return {m_graph.allReduce(name, x[0], reduction, replicas), {}, false};
   Value value;

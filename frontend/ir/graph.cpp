@@ -1,7 +1,6 @@
 #include "frontend/ir/graph.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include "frontend/ir/graph_builders.hpp"
 #include "sim/common/error.hpp"
@@ -68,96 +67,9 @@ Shape broadcastShapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-const char* tensorRoleName(TensorRole role) {
-  switch (role) {
-    case TensorRole::kInput: return "input";
-    case TensorRole::kLabel: return "label";
-    case TensorRole::kWeight: return "weight";
-    case TensorRole::kConstant: return "constant";
-    case TensorRole::kActivation: return "activation";
-    case TensorRole::kGradient: return "gradient";
-    case TensorRole::kLoss: return "loss";
-    case TensorRole::kOptimizerState: return "optimizer state";
-  }
-  return "?";
-}
-
-const char* opTypeName(OpType type) {
-  switch (type) {
-    case OpType::kMatMul: return "MatMul";
-    case OpType::kAdd: return "Add";
-    case OpType::kSub: return "Sub";
-    case OpType::kMul: return "Mul";
-    case OpType::kDiv: return "Div";
-    case OpType::kScale: return "Scale";
-    case OpType::kRelu: return "Relu";
-    case OpType::kReluGrad: return "ReluGrad";
-    case OpType::kReshape: return "Reshape";
-    case OpType::kReduceSumTo: return "ReduceSumTo";
-    case OpType::kSoftmaxCrossEntropy: return "SoftmaxCrossEntropy";
-    case OpType::kSoftmaxCrossEntropyGrad: return "SoftmaxCrossEntropyGrad";
-    case OpType::kSgdUpdate: return "SgdUpdate";
-    case OpType::kSoftmax: return "Softmax";
-    case OpType::kLogSoftmax: return "LogSoftmax";
-    case OpType::kNllLoss: return "NllLoss";
-    case OpType::kUnary: return "Unary";
-    case OpType::kUnaryGrad: return "UnaryGrad";
-    case OpType::kTranspose: return "Transpose";
-    case OpType::kReduce: return "Reduce";
-    case OpType::kBroadcastTo: return "BroadcastTo";
-    case OpType::kConcat: return "Concat";
-    case OpType::kSlice: return "Slice";
-    case OpType::kSliceGrad: return "SliceGrad";
-    case OpType::kGather: return "Gather";
-    case OpType::kGatherGrad: return "GatherGrad";
-    case OpType::kWhere: return "Where";
-    case OpType::kPow: return "Pow";
-    case OpType::kPowGrad: return "PowGrad";
-    case OpType::kPool: return "Pool";
-    case OpType::kPoolGrad: return "PoolGrad";
-    case OpType::kPoolArgmax: return "PoolArgmax";
-    case OpType::kConv: return "Conv";
-    case OpType::kConvGradInput: return "ConvGradInput";
-    case OpType::kConvGradWeight: return "ConvGradWeight";
-    case OpType::kCast: return "Cast";
-    case OpType::kMseLoss: return "MseLoss";
-    case OpType::kMseLossGrad: return "MseLossGrad";
-    case OpType::kNllLossGrad: return "NllLossGrad";
-    case OpType::kOptimizerUpdate: return "OptimizerUpdate";
-    case OpType::kMaximum: return "Maximum";
-    case OpType::kMinimum: return "Minimum";
-    case OpType::kCompare: return "Compare";
-    case OpType::kAllReduce: return "AllReduce";
-  }
-  return "?";
-}
-
 bool isElementwiseBinary(OpType type) {
   return type == OpType::kAdd || type == OpType::kSub || type == OpType::kMul || type == OpType::kDiv ||
          type == OpType::kMaximum || type == OpType::kMinimum;
-}
-
-const char* reductionName(Reduction reduction) {
-  switch (reduction) {
-    case Reduction::kNone: return "none";
-    case Reduction::kSum: return "sum";
-    case Reduction::kMean: return "mean";
-    case Reduction::kMax: return "max";
-    case Reduction::kMin: return "min";
-  }
-  return "?";
-}
-
-const char* compareDirectionName(CompareDirection direction) {
-  switch (direction) {
-    case CompareDirection::kEq: return "EQ";
-    case CompareDirection::kNe: return "NE";
-    case CompareDirection::kLt: return "LT";
-    case CompareDirection::kLe: return "LE";
-    case CompareDirection::kGt: return "GT";
-    case CompareDirection::kGe: return "GE";
-  }
-  return "?";
 }
 
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
@@ -286,11 +198,6 @@ int Graph::allReduce(const std::string& name, int x, Reduction reduction, int64_
   if (reduction != Reduction::kSum && reduction != Reduction::kMax && reduction != Reduction::kMin)
     shapeError(name, "an all-reduce sums, or takes the max or min");
   if (replicas < 1) shapeError(name, "an all-reduce needs at least one replica");
-  if (replicas > 1) {
-    throw Error(ErrorKind::kUnsupported, "op '" + name + "': unsupported: all-reduce across " +
-                                             std::to_string(replicas) +
-                                             " replicas needs the interconnect model (not built yet)");
-  }
   Op op = makeOp(name, OpType::kAllReduce, {x});
   op.reduction = reduction;
   op.replicas = replicas;
@@ -375,21 +282,6 @@ int Graph::sgdUpdate(const std::string& name, int weight, int gradient, double l
   const int out = append(std::move(op), tw.name + ":updated", tw.shape, tw.dtype, TensorRole::kWeight);
   m_tensors[static_cast<size_t>(out)].alias_of = weight;
   return out;
-}
-
-const char* unaryKindName(UnaryKind kind) {
-  switch (kind) {
-    case UnaryKind::kAbs: return "Abs";
-    case UnaryKind::kErf: return "Erf";
-    case UnaryKind::kExp: return "Exp";
-    case UnaryKind::kLog: return "Log";
-    case UnaryKind::kNeg: return "Neg";
-    case UnaryKind::kReciprocal: return "Reciprocal";
-    case UnaryKind::kSigmoid: return "Sigmoid";
-    case UnaryKind::kSqrt: return "Sqrt";
-    case UnaryKind::kTanh: return "Tanh";
-  }
-  return "?";
 }
 
 void Graph::freeze(int tensor) {
@@ -626,111 +518,6 @@ int Graph::where(const std::string& name, int condition, int x, int y, TensorRol
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
-namespace {
-
-Shape poolShape(const Tensor& tx, const PoolGeometry& g, const std::string& name, bool is_float) {
-  if (tx.shape.size() < 3) shapeError(name, "pooling needs [N, C, spatial...], got " + shapeToString(tx.shape));
-  const size_t rank = tx.shape.size() - 2;
-  if (g.kernel.size() != rank || g.strides.size() != rank || g.dilations.size() != rank || g.pads.size() != 2 * rank) {
-    shapeError(name, "the pooling geometry does not match " + std::to_string(rank) + " spatial dimensions");
-  }
-  if (!g.max && !is_float) shapeError(name, "average pooling needs a float tensor");
-  Shape out = {tx.shape[0], tx.shape[1]};
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t span = g.dilations[d] * (g.kernel[d] - 1) + 1;
-    const int64_t padded = tx.shape[2 + d] + g.pads[d] + g.pads[d + rank];
-    if (g.strides[d] < 1 || g.dilations[d] < 1 || g.kernel[d] < 1 || padded < span) {
-      shapeError(name, "the pooling window does not fit the padded input");
-    }
-    int64_t size = (padded - span + (g.ceil_mode ? g.strides[d] - 1 : 0)) / g.strides[d] + 1;
-    // In ceil mode a last window that would start inside the end padding is dropped.
-    if (g.ceil_mode && (size - 1) * g.strides[d] >= tx.shape[2 + d] + g.pads[d]) --size;
-    out.push_back(size);
-  }
-  return out;
-}
-
-}  // namespace
-
-int Graph::pool(const std::string& name, int x, const PoolGeometry& g) {
-  const Tensor& tx = checked(x, name);
-  Shape out = poolShape(tx, g, name, isFloat(tx.dtype));
-  Op op = makeOp(name, OpType::kPool, {x});
-  op.pool = g;
-  const DType dtype = tx.dtype;
-  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
-}
-
-int Graph::poolArgmax(const std::string& name, int x, const PoolGeometry& g) {
-  const Tensor& tx = checked(x, name);
-  if (!g.max || !isFloat(tx.dtype)) shapeError(name, "argmax indices come from float max pooling");
-  Shape out = poolShape(tx, g, name, true);
-  Op op = makeOp(name, OpType::kPoolArgmax, {x});
-  op.pool = g;
-  return append(std::move(op), name + ":out", std::move(out), DType::kInt64, TensorRole::kActivation);
-}
-
-int Graph::poolGrad(const std::string& name, int dy, int x, const PoolGeometry& g) {
-  const Tensor& tx = checked(x, name);
-  checked(dy, name);
-  Op op = makeOp(name, OpType::kPoolGrad, {dy, x});
-  op.pool = g;
-  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
-}
-
-int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {
-  const Tensor& tx = checked(x, name);
-  const Tensor& tw = checked(w, name);
-  if (tx.shape.size() != 4 || tw.shape.size() != 4) {
-    throw Error(ErrorKind::kUnsupported, "op '" + name +
-                                             "': only 2-D convolutions ([N, C, H, W]) are supported yet, got " +
-                                             shapeToString(tx.shape) + " and " + shapeToString(tw.shape));
-  }
-  if (tx.dtype != tw.dtype || !isFloat(tx.dtype)) shapeError(name, "Conv operands must share one float dtype");
-  if (g.group < 1 || tx.shape[1] % g.group != 0 || tw.shape[0] % g.group != 0 || tw.shape[1] * g.group != tx.shape[1]) {
-    shapeError(name, "channels " + shapeToString(tx.shape) + " and weights " + shapeToString(tw.shape) +
-                         " do not match group " + std::to_string(g.group));
-  }
-  Shape out = {tx.shape[0], tw.shape[0]};
-  for (size_t d = 0; d < 2; ++d) {
-    const int64_t span = g.dilations[d] * (tw.shape[2 + d] - 1) + 1;
-    const int64_t padded = tx.shape[2 + d] + g.pads[d] + g.pads[d + 2];
-    if (g.strides[d] < 1 || g.dilations[d] < 1 || padded < span)
-      shapeError(name, "the kernel does not fit the padded input");
-    out.push_back((padded - span) / g.strides[d] + 1);
-  }
-  Op op = makeOp(name, OpType::kConv, {x, w});
-  op.conv = g;
-  const DType dtype = tx.dtype;
-  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
-}
-
-int Graph::convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& g) {
-  const DType dtype = checked(dy, name).dtype;
-  checked(w, name);
-  Op op = makeOp(name, OpType::kConvGradInput, {dy, w});
-  op.conv = g;
-  return append(std::move(op), name + ":out", x_shape, dtype, TensorRole::kGradient);
-}
-
-int Graph::convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& g) {
-  const DType dtype = checked(dy, name).dtype;
-  checked(x, name);
-  Op op = makeOp(name, OpType::kConvGradWeight, {x, dy});
-  op.conv = g;
-  return append(std::move(op), name + ":out", w_shape, dtype, TensorRole::kGradient);
-}
-
-int Graph::softmax(const std::string& name, int x, int64_t axis, bool log) {
-  const Tensor& tx = checked(x, name);
-  const auto rank = static_cast<int64_t>(tx.shape.size());
-  if (axis < -rank || axis >= rank)
-    shapeError(name, "axis " + std::to_string(axis) + " is out of range for " + shapeToString(tx.shape));
-  if (!isFloat(tx.dtype)) shapeError(name, "softmax needs a float tensor");
-  Op op = makeOp(name, log ? OpType::kLogSoftmax : OpType::kSoftmax, {x});
-  op.axis = axis < 0 ? axis + rank : axis;
-  return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kActivation);
-}
 
 int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, Reduction reduction,
                    std::optional<int64_t> ignore_index) {
@@ -756,59 +543,6 @@ int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, R
   const DType dtype = tp.dtype;
   return append(std::move(op), name + ":loss", reduction == Reduction::kNone ? expected : Shape{}, dtype,
                 TensorRole::kLoss);
-}
-
-const char* unitName(Unit unit) {
-  switch (unit) {
-    case Unit::kUnplaced: return "unplaced";
-    case Unit::kMxu: return "mxu";
-    case Unit::kVpu: return "vpu";
-    case Unit::kDma: return "dma";
-    case Unit::kView: return "view";
-  }
-  return "?";
-}
-
-std::string Graph::toString() const {
-  std::ostringstream text;
-  // A computed tensor whose op a pass removed, and that nothing reads, is not a source: not listed.
-  std::vector<bool> used(m_tensors.size(), false);
-  for (const Op& op : m_ops) {
-    for (int input : op.inputs) used[static_cast<size_t>(input)] = true;
-  }
-  for (const Tensor& t : m_tensors) {
-    if (t.alias_of >= 0) used[static_cast<size_t>(t.alias_of)] = true;
-  }
-  for (int output : m_outputs) used[static_cast<size_t>(output)] = true;
-  const auto computedRole = [](TensorRole role) {
-    return role == TensorRole::kActivation || role == TensorRole::kGradient || role == TensorRole::kLoss;
-  };
-  for (const Tensor& t : m_tensors) {
-    if (m_producer[static_cast<size_t>(t.id)] < 0 && (used[static_cast<size_t>(t.id)] || !computedRole(t.role))) {
-      text << tensorRoleName(t.role) << " %" << t.id << " " << t.name << ": " << dtypeName(t.dtype)
-           << shapeToString(t.shape) << "\n";
-    }
-  }
-  for (const Op& op : m_ops) {
-    const Tensor& out = m_tensors[static_cast<size_t>(op.outputs[0])];
-    text << "%" << out.id << " = " << opTypeName(op.type);
-    if (op.transpose_a || op.transpose_b) text << "[ta=" << op.transpose_a << ",tb=" << op.transpose_b << "]";
-    if (op.type == OpType::kCompare) text << "[" << compareDirectionName(op.compare) << "]";
-    const bool extremum = op.reduction == Reduction::kMax || op.reduction == Reduction::kMin;
-    if (op.type == OpType::kAllReduce || (op.type == OpType::kReduce && extremum))
-      text << "[" << reductionName(op.reduction) << "]";
-    text << "(";
-    for (size_t i = 0; i < op.inputs.size(); ++i) text << (i ? ", " : "") << "%" << op.inputs[i];
-    text << ") : " << dtypeName(out.dtype) << shapeToString(out.shape);
-    if (op.placement != Unit::kUnplaced) text << " @" << unitName(op.placement);
-    if (op.fusion_group >= 0) text << " fused:" << op.fusion_group;
-    if (!op.mxu_padded.empty()) {
-      text << " padded:" << op.mxu_padded[0] << "x" << op.mxu_padded[1] << "x" << op.mxu_padded[2];
-    }
-    text << "  # " << op.name << "\n";
-  }
-  for (int output : m_outputs) text << "output %" << output << "\n";
-  return text.str();
 }
 
 }  // namespace tpusim::ir

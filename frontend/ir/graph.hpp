@@ -125,7 +125,7 @@ struct PoolGeometry {
 };
 
 // Where an op runs (set by the placement pass).
-enum class Unit { kUnplaced, kMxu, kVpu, kDma, kView };
+enum class Unit { kUnplaced, kMxu, kVpu, kDma, kView, kIci };
 const char* unitName(Unit unit);
 // The optimizers of OptimizerUpdate; the formulas are in docs/frontend.md.
 enum class OptimizerKind { kSgd, kMomentum, kAdam, kAdagrad, kLars };
@@ -205,8 +205,8 @@ class Graph {
   // A bool tensor of the broadcast shape; a and b share a dtype.
   int compare(CompareDirection direction, const std::string& name, int a, int b,
               TensorRole role = TensorRole::kActivation);
-  // kSum, kMax or kMin across a replica group. Only a group of one replica (the
-  // single chip the simulator runs) is supported: a larger one is an unsupported error.
+  // kSum, kMax or kMin across a group of `replicas` (>= 1). A group of more runs on the
+  // interconnect (frontend/passes/data_parallel.hpp); the CPU reference runs one replica.
   int allReduce(const std::string& name, int x, Reduction reduction, int64_t replicas,
                 TensorRole role = TensorRole::kActivation);
   int add(const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation) {

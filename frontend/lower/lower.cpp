@@ -36,14 +36,6 @@ program::BufferRole toBufferRole(ir::TensorRole role) {
   return program::ROLE_UNSPECIFIED;
 }
 
-void addDeps(program::Instruction& ins, std::vector<uint32_t> deps) {
-  std::sort(deps.begin(), deps.end());
-  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
-  for (uint32_t dep : deps) {
-    if (dep != kNone) ins.add_deps(dep);
-  }
-}
-
 // The descriptor: `layout` within the HBM buffer that starts at `buffer_offset`.
 void setDma(program::Instruction& ins, program::MemorySpace src, program::MemorySpace dst, uint64_t buffer_offset,
             const HbmLayout& layout) {
@@ -61,6 +53,14 @@ void setDma(program::Instruction& ins, program::MemorySpace src, program::Memory
 }
 
 }  // namespace
+
+void addDeps(program::Instruction& ins, std::vector<uint32_t> deps) {
+  std::sort(deps.begin(), deps.end());
+  deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+  for (uint32_t dep : deps) {
+    if (dep != kNone) ins.add_deps(dep);
+  }
+}
 
 HbmLayout contiguousAt(uint64_t begin, uint64_t bytes, uint64_t total) {
   return HbmLayout::contiguous(bytes >= total ? 0 : std::min(begin, total - bytes), bytes);
@@ -139,6 +139,8 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_hw(hw),
       m_f32_passes(matmulPassesOf(options.matmul_precision)),
       m_tile_for_cycles(options.tiling_objective == "cycles"),
+      m_topology(options.topology),
+      m_bucket_limit(options.all_reduce_bucket_bytes),
       m_chip(chip),
       m_plan(plan),
       m_layers(assignLayers(graph)),
@@ -159,11 +161,13 @@ void Lowerer::run() {
       }
     }
     try {
+      emitPendingReductions(&op, members);
       lowerOp(op, members);
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
   }
+  emitPendingReductions(nullptr, {});
   program::MemoryPlanSummary* memory = m_chip.mutable_memory();
   memory->set_peak_bytes(m_plan.peak_bytes + m_scratch_bytes);
   memory->set_live_peak_bytes(m_plan.live_peak_bytes);
@@ -376,6 +380,7 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     case ir::Unit::kView: return;  // a reshape: the output shares the input's HBM buffer
     case ir::Unit::kMxu: return op.type == OpType::kMatMul ? lowerMatMul(op, fused) : lowerConv(op, fused);
     case ir::Unit::kDma: return lowerGather(op);
+    case ir::Unit::kIci: return lowerCollective(op);
     case ir::Unit::kVpu:
     case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(op);
   }
@@ -396,6 +401,11 @@ program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, 
   result.set_mode(options.mode);
   result.set_target_hw(hw.name());
   result.set_batch(options.batch);
+  if (options.topology && options.topology->numChips() > 1) {
+    result.set_replicas(static_cast<uint32_t>(options.topology->numChips()));
+    result.set_topology_kind(topologyKindName(options.topology->kind()));
+    result.set_topology_shape(options.topology->shapeString());
+  }
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);
   if (options.tiling_objective != "cycles" && options.tiling_objective != "bytes") {

@@ -13,11 +13,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/passes/memory_plan.hpp"
 #include "sim/common/params.hpp"
+#include "sim/interconnect/topology.hpp"
 #include "traces/program.pb.h"
 
 namespace tpusim {
@@ -31,6 +33,12 @@ struct LowerOptions {
   std::string matmul_precision = "default";
   // GEMM tiles: "cycles" (the fewest estimated cycles, then bytes) or "bytes" (the fewest HBM bytes).
   std::string tiling_objective = "cycles";
+  // Data parallel over the chips of this ICI slice (none or one chip: a one-chip Program).
+  // Collectives run over all of them (frontend/lower/lower_collective.cpp).
+  std::optional<Topology> topology = std::nullopt;
+  // Consecutive gradient all-reduces share one collective until it holds this many bytes
+  // (0: one collective per gradient).
+  uint64_t all_reduce_bucket_bytes = 0;
 };
 
 // 1, 3 or 6 for "default", "high", "highest"; anything else is an invalid-config error.

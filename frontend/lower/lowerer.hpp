@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,8 @@ std::string numbered(const char* prefix, uint64_t number);
 // bytes * part / whole without overflow, rounded up so that no tile moves zero bytes of a non-empty operand.
 uint64_t fractionOf(uint64_t bytes, uint64_t part, uint64_t whole);
 program::DType toProgramDType(DType dtype);
+// Adds the distinct deps in increasing order (the "none" marker skipped).
+void addDeps(program::Instruction& ins, std::vector<uint32_t> deps);
 
 class Lowerer {
  public:
@@ -175,6 +178,23 @@ class Lowerer {
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
                 std::string& tiling);
 
+  // ---- lower_collective.cpp: collectives across replicas, on the ICI
+  void lowerCollective(const ir::Op& op);
+  // The adds of the collectives whose output `op` (or a fused member) reads, or of all
+  // pending ones: emitted just before their first reader, not with the collective, so
+  // that they do not hold the in-order VPU queue while the backward pass could run.
+  void emitPendingReductions(const ir::Op* op, const std::vector<const ir::Op*>& fused);
+  struct PendingReduction {
+    const ir::Op* op;
+    uint32_t collective;  // the ICI instruction
+    uint64_t elements;    // this chip adds
+  };
+  std::vector<PendingReduction> m_pending_reductions;
+  // The all-reduces gathered into the next collective, and their bytes.
+  void emitBucket();
+  std::vector<const ir::Op*> m_bucket;
+  uint64_t m_bucket_bytes = 0;
+
   // ---- lower_vector.cpp
   void lowerVector(const ir::Op& op);
   void lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows, uint64_t elements, uint32_t ops_per_element);
@@ -185,6 +205,8 @@ class Lowerer {
   const config::HardwareConfig& m_hw;
   uint64_t m_f32_passes;   // bf16 passes of an f32 product (LowerOptions::matmul_precision)
   bool m_tile_for_cycles;  // LowerOptions::tiling_objective
+  std::optional<Topology> m_topology;  // LowerOptions::topology
+  uint64_t m_bucket_limit;             // LowerOptions::all_reduce_bucket_bytes
   GemmCostModel costModel(DType input_dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;

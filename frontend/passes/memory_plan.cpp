@@ -63,6 +63,15 @@ MemoryPlan planMemory(const ir::Graph& graph) {
     const size_t root = static_cast<size_t>(plan.storage[static_cast<size_t>(tensor.id)]);
     if (persistent(tensor) || tensor.role == ir::TensorRole::kLoss) last[root] = end;
   }
+  // A collective across replicas runs asynchronously and its reduction's adds are emitted
+  // just before its result's first reader (frontend/lower/lower_collective.cpp): its input
+  // stays live as long as its output.
+  for (const ir::Op& op : ops) {
+    if (op.type != ir::OpType::kAllReduce || op.replicas <= 1) continue;
+    const size_t in = static_cast<size_t>(plan.storage[static_cast<size_t>(op.inputs[0])]);
+    const size_t out = static_cast<size_t>(plan.storage[static_cast<size_t>(op.outputs[0])]);
+    last[in] = std::max(last[in], last[out]);
+  }
   for (int output : graph.outputs()) last[static_cast<size_t>(plan.storage[static_cast<size_t>(output)])] = end;
 
   // Tensors that stay in VMEM inside a fusion group, and ones nothing writes or reads,

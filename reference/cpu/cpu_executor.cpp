@@ -359,7 +359,11 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       }
       break;
     }
-    case OpType::kAllReduce:  // one replica (the builder allows no more): the reduction of x alone is x
+    case OpType::kAllReduce:  // one replica: the reduction of x alone is x
+      if (op.replicas > 1) {
+        throw Error(ErrorKind::kUnsupported, "all-reduce across " + std::to_string(op.replicas) +
+                                                 " replicas: the CPU reference runs one replica");
+      }
       out.floats = in(0).floats;
       out.ints = in(0).ints;
       break;

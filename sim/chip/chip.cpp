@@ -3,7 +3,7 @@
 namespace tpusim {
 
 Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const program::ChipProgram& program,
-           UnitContext context)
+           UnitContext context, CollectiveNetwork* ici)
     : sc_core::sc_module(name), m_scoreboard(program) {
   const std::string prefix = "chip" + std::to_string(context.chip);
   context.scoreboard = &m_scoreboard;
@@ -32,6 +32,10 @@ Chip::Chip(sc_core::sc_module_name name, const config::HardwareConfig& hw, const
         dma->socket.bind(m_hbm->socket);
       }
     }
+  }
+  if (ici) {  // after the cores, so that reports list it after their units
+    m_ici = std::make_unique<IciUnit>("ici", prefix + ".ici", context, *ici);
+    for (auto& core : m_cores) core->connectIci(m_ici->queue());
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include <systemc>
 
-#include "sim/chip/chip.hpp"
+#include "sim/chip/pod.hpp"
 #include "sim/chip/program_check.hpp"
 #include "sim/common/error.hpp"
 
@@ -30,6 +30,41 @@ class FreshSimContext {
   sc_core::sc_simcontext* m_context;
 };
 
+// The slice needs two links per dimension of size >= 2 (one each way round) on every chip.
+void checkLinks(const Topology& topology, const config::HardwareConfig& hw) {
+  int64_t needed = 0;
+  for (int d = 0; d < kDims; ++d) needed += topology.dim(d) >= 2 ? 2 : 0;
+  if (needed > hw.ici().links()) {
+    throw Error(ErrorKind::kInvalidConfig, "ICI slice " + topology.shapeString() + " (" +
+                                               topologyKindName(topology.kind()) + ") needs " + std::to_string(needed) +
+                                               " links per chip but " + hw.name() + " has ici.links " +
+                                               std::to_string(hw.ici().links()));
+  }
+}
+
+// The network of all replicas: per-link counters, totals, and what the pod did.
+void registerPodStats(const Pod& pod, StatsRegistry& stats) {
+  pod.network().registerTotals(stats, "ici");
+  stats.counter("ici.collectives", "count", "collectives run over every replica (one per chip-0 ICI instruction)")
+      .add(pod.collectives());
+  stats.counter("ici.collective_ps", "ps", "sum over collectives of launch to last byte, in ps")
+      .add(pod.collectivePs());
+  stats.counter("ici.chips", "count", "chips of the ICI slice, each with its links simulated")
+      .add(static_cast<uint64_t>(pod.network().topology().numChips()));
+  stats.counter("ici.model_bytes", "bytes", "memory the network model held at the end (transfers, events, links)")
+      .add(pod.network().memoryBytes());
+}
+
+IciResult iciResultOf(const Network& network) {
+  const Topology& topology = network.topology();
+  IciResult ici{topology, network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
+                network.makespan()};
+  for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
+    ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+  }
+  return ici;
+}
+
 }  // namespace
 
 SimResult simulate(const program::Program& program, const HardwareParams& hw) {
@@ -38,8 +73,10 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
   if (program.chips_size() != 1) {
     throw Error(ErrorKind::kUnsupported,
                 "the Program has " + std::to_string(program.chips_size()) +
-                    " chips; multi-chip simulation needs the interconnect model, which is not built yet");
+                    " chip programs; multi-chip runs replicate one chip's program over an ICI slice (--topology)");
   }
+  const Topology topology = topologyOf(program);
+  checkLinks(topology, config);
 
   SimResult result;
   result.stats = std::make_unique<StatsRegistry>();
@@ -59,7 +96,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
                         static_cast<size_t>(config.core().issue_queue_depth())};
     bool completed = false;
     {
-      Chip chip("chip0", config, program.chips(0), context);
+      Pod pod("pod", hw, topology, program.chips(0), context);
       try {
         sc_core::sc_start();
       } catch (const Error&) {
@@ -67,8 +104,13 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
       } catch (const std::exception& error) {
         throw Error(ErrorKind::kInternal, std::string("SystemC: ") + error.what());
       }
-      completed = chip.scoreboard().retiredCount() == chip.scoreboard().size();
+      const Scoreboard& scoreboard = pod.chip().scoreboard();
+      completed = scoreboard.retiredCount() == scoreboard.size();
       total_cycles.add(clock.cyclesAt(sc_core::sc_time_stamp()));
+      if (topology.numChips() > 1) {
+        registerPodStats(pod, *result.stats);
+        result.ici = iciResultOf(pod.network());
+      }
     }
     if (!completed) throw Error(ErrorKind::kInternal, "simulation ended before every instruction retired");
   }

@@ -1,23 +1,39 @@
-// The simulation driver: runs a validated Program on the chips of a preset in
+// The simulation driver: runs a validated Program on the pod of a preset in
 // a fresh SystemC context, so that one process can run many simulations
-// (tests, sweeps, the Python module) one after another.
+// (tests, sweeps, the Python module) one after another. A Program with
+// replicas runs data parallel on its ICI slice (sim/chip/pod.hpp); its network
+// totals are registered under "ici." when the run ends, and every link's
+// counters are in SimResult::ici (per-link stats for thousands of links would
+// swamp the registry).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "sim/common/params.hpp"
 #include "sim/common/stats.hpp"
 #include "sim/common/timeline.hpp"
+#include "sim/interconnect/network.hpp"
 #include "traces/program.pb.h"
 
 namespace tpusim {
+
+// The network of a run on an ICI slice, every chip's links.
+struct IciResult {
+  Topology topology;
+  IciLinkConfig link;
+  std::vector<LinkStats> links;  // by LinkId (Topology::linkId); slots of size-1 dimensions stay zero
+  uint64_t makespan_ps = 0;      // when the last transfer delivered
+};
 
 struct SimResult {
   uint64_t total_cycles = 0;
   double clock_hz = 0;
   std::unique_ptr<StatsRegistry> stats;  // owns every counter the units registered
   Timeline timeline;
+  std::optional<IciResult> ici;  // runs on a slice of two or more chips
 };
 
 // Validates `program` against `hw` (throwing Error on a mismatch), then simulates it.

@@ -56,8 +56,8 @@ void checkDescriptor(const program::ChipProgram& chip, const program::Instructio
   }
 }
 
-void checkInstruction(const program::ChipProgram& chip, const program::Instruction& ins, uint32_t index,
-                      const config::HardwareConfig& hw) {
+void checkInstruction(const program::Program& program, const program::ChipProgram& chip,
+                      const program::Instruction& ins, uint32_t index, const config::HardwareConfig& hw) {
   const std::string where = "instruction " + std::to_string(index) + " (" + ins.name() + ")";
   if (ins.id() != index) fail(where + " has id " + std::to_string(ins.id()) + "; ids must equal positions");
   for (uint32_t dep : ins.deps()) {
@@ -118,11 +118,45 @@ void checkInstruction(const program::ChipProgram& chip, const program::Instructi
       }
       checkDescriptor(chip, ins, where, hw);
       break;
+    case program::ICI: {
+      if (!ins.has_collective()) fail(where + " is on the interconnect but is not a collective");
+      if (ins.core() != 0 || ins.unit_index() != 0) fail(where + " must be issued by core 0 to ICI port 0");
+      const program::Collective& c = ins.collective();
+      if (c.kind() != program::ALL_REDUCE) fail(where + " is a collective of unknown kind");
+      if (c.algorithm() == program::COLLECTIVE_ALGORITHM_UNSPECIFIED) fail(where + " has no collective algorithm");
+      if (c.bytes() == 0) fail(where + " is a collective over zero bytes");
+      if (programDTypeBytes(c.dtype()) == 0) fail(where + " is a collective of no element type");
+      const uint32_t replicas = program.replicas() < 1 ? 1 : program.replicas();
+      if (c.replicas() == 0) fail(where + " is a collective over an empty group (0 replicas)");
+      if (replicas == 1) fail(where + " is a collective but the Program runs on one chip (no ICI slice)");
+      if (c.replicas() != replicas) {
+        fail(where + " spans " + std::to_string(c.replicas()) + " replicas but the Program runs on " +
+             std::to_string(replicas));
+      }
+      break;
+    }
     default: fail(where + " has no execution unit");
   }
 }
 
 }  // namespace
+
+uint32_t programDTypeBytes(program::DType dtype) {
+  switch (dtype) {
+    case program::F64:
+    case program::INT64:
+    case program::UINT64: return 8;
+    case program::F32:
+    case program::INT32:
+    case program::UINT32: return 4;
+    case program::BF16:
+    case program::F16: return 2;
+    case program::INT8:
+    case program::UINT8:
+    case program::BOOL: return 1;
+    default: return 0;
+  }
+}
 
 void validateProgram(const program::Program& program, const config::HardwareConfig& hw) {
   if (program.format() != kProgramFormat) fail("not a tpusim Program (format field is '" + program.format() + "')");
@@ -136,7 +170,7 @@ void validateProgram(const program::Program& program, const config::HardwareConf
       if (chip.buffers(i).id() != static_cast<uint32_t>(i)) fail("buffer " + std::to_string(i) + " has a wrong id");
     }
     for (int i = 0; i < chip.instructions_size(); ++i) {
-      checkInstruction(chip, chip.instructions(i), static_cast<uint32_t>(i), hw);
+      checkInstruction(program, chip, chip.instructions(i), static_cast<uint32_t>(i), hw);
     }
   }
 }

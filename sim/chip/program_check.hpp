@@ -8,6 +8,9 @@
 
 namespace tpusim {
 
+// Bytes of one element of `dtype`; 0 for DTYPE_UNSPECIFIED.
+uint32_t programDTypeBytes(program::DType dtype);
+
 // Throws Error naming the first problem: wrong format or version, ids out of
 // order, a dependency that is not on an earlier instruction (this also rules
 // out cycles), a unit, core or buffer that does not exist, an empty matmul, a

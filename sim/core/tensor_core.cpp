@@ -36,7 +36,15 @@ ExecUnit& TensorCore::unitFor(const program::Instruction& instruction) {
 }
 
 void TensorCore::sequence() {
-  for (const program::Instruction* instruction : m_instructions) unitFor(*instruction).issue(instruction);
+  for (const program::Instruction* instruction : m_instructions) {
+    if (instruction->unit() != program::ICI) {
+      unitFor(*instruction).issue(instruction);
+    } else if (m_ici) {
+      m_ici->write(instruction);
+    } else {
+      throw Error(ErrorKind::kInternal, "collective " + instruction->name() + " on a chip with no ICI port");
+    }
+  }
   for (auto& mxu : m_mxus) mxu->issue(nullptr);
   m_vpu->issue(nullptr);
   for (auto& dma : m_dma) dma->issue(nullptr);

@@ -31,6 +31,9 @@ class TensorCore : public sc_core::sc_module {
              const UnitContext& context, std::vector<const program::Instruction*> instructions);
 
   std::vector<std::unique_ptr<DmaEngine>>& dmaEngines() { return m_dma; }
+  // The queue of the chip's interconnect port, where the sequencer sends ICI
+  // instructions (sim/chip/ici_unit.hpp; set-up only).
+  void connectIci(sc_core::sc_fifo_out_if<const program::Instruction*>& queue) { m_ici = &queue; }
 
  private:
   void sequence();
@@ -40,6 +43,7 @@ class TensorCore : public sc_core::sc_module {
   std::vector<std::unique_ptr<Mxu>> m_mxus;
   std::unique_ptr<VectorUnit> m_vpu;
   std::vector<std::unique_ptr<DmaEngine>> m_dma;
+  sc_core::sc_fifo_out_if<const program::Instruction*>* m_ici = nullptr;
 };
 
 }  // namespace tpusim

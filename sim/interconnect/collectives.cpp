@@ -136,7 +136,57 @@ Collective torusAllReduce(Network& network, const Group& group, uint64_t bytes, 
   return finish(std::move(out), reduced, element_bytes);
 }
 
+// What a ring member at `position` of `p` reduces in one reduce-scatter over `bytes`:
+// every chunk but the one it ends up owning, which is its own position's.
+uint64_t ringReducedBytes(uint64_t bytes, uint64_t p, uint64_t position) {
+  return p < 2 ? 0 : bytes - chunkBytes(bytes, p, position);
+}
+
+uint64_t bidirectionalReducedBytes(uint64_t bytes, uint64_t p, uint64_t position) {
+  return ringReducedBytes(bytes - bytes / 2, p, position) + ringReducedBytes(bytes / 2, p, position);
+}
+
 }  // namespace
+
+AllReduceAlgorithm allReduceAlgorithmFromName(const std::string& name) {
+  if (name == "torus") return AllReduceAlgorithm::kTorus;
+  if (name == "bidirectional_ring") return AllReduceAlgorithm::kBidirectionalRing;
+  if (name == "ring") return AllReduceAlgorithm::kRing;
+  throw Error(ErrorKind::kInvalidConfig,
+              "unknown all-reduce algorithm '" + name + "' (torus, bidirectional_ring, ring)");
+}
+
+const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllReduceAlgorithm::kTorus: return "torus";
+    case AllReduceAlgorithm::kBidirectionalRing: return "bidirectional_ring";
+    case AllReduceAlgorithm::kRing: return "ring";
+  }
+  return "?";
+}
+
+uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllReduceAlgorithm algorithm, ChipId member) {
+  const auto p = static_cast<uint64_t>(topology.numChips());
+  if (member < 0 || static_cast<uint64_t>(member) >= p) {
+    throw Error(ErrorKind::kInternal, "all-reduce: member outside the topology");
+  }
+  const auto position = static_cast<uint64_t>(member);
+  switch (algorithm) {
+    case AllReduceAlgorithm::kRing: return ringReducedBytes(bytes, p, position);
+    case AllReduceAlgorithm::kBidirectionalRing: return bidirectionalReducedBytes(bytes, p, position);
+    case AllReduceAlgorithm::kTorus: break;
+  }
+  const Coords at = topology.coords(member);
+  uint64_t reduced = 0;
+  uint64_t size = bytes;
+  for (int d = 0; d < kDims; ++d) {
+    const auto line = static_cast<uint64_t>(topology.dim(d));
+    if (line < 2) continue;
+    reduced += bidirectionalReducedBytes(size, line, static_cast<uint64_t>(at[d]));
+    size = (size + line - 1) / line;
+  }
+  return reduced;
+}
 
 uint64_t Collective::finishTime(const Network& network) const {
   uint64_t t = 0;

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/interconnect/network.hpp"
@@ -35,11 +36,24 @@ enum class AllReduceAlgorithm {
   kTorus,              // dimension by dimension, bidirectional rings along each line
 };
 
+// "torus", "bidirectional_ring" or "ring" (ici.all_reduce_algorithm); anything else is a one-line error.
+AllReduceAlgorithm allReduceAlgorithmFromName(const std::string& name);
+const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm);
+
 // The whole topology in chip-id order: the group kTorus needs.
 Group allChips(const Topology& topology);
 
 Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllReduceAlgorithm algorithm,
                      uint32_t element_bytes = 4);
+// The bytes `member` adds into its buffer in allReduce(network, allChips(topology), bytes,
+// algorithm), from the closed form of the algorithm's chunks, without building the
+// transfers (the compiler charges them to the vector unit): a ring member reduces every
+// chunk but its own, on each direction it uses; the torus does so on each dimension's
+// line with that dimension's buffer. Equal to elements_reduced[member] x element_bytes
+// when element_bytes divides it (tested).
+uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllReduceAlgorithm algorithm,
+                               ChipId member);
+
 Collective reduceScatter(Network& network, const Group& group, uint64_t bytes, bool bidirectional = false,
                          uint32_t element_bytes = 4);
 Collective allGather(Network& network, const Group& group, uint64_t bytes, bool bidirectional = false);

@@ -250,7 +250,6 @@ size_t Network::memoryBytes() const {
 }
 
 void Network::registerStats(StatsRegistry& registry, const std::string& prefix) const {
-  uint64_t bytes = 0, busy = 0, max_queue = 0;
   for (LinkId l = 0; l < m_topology.numLinkSlots(); ++l) {
     const LinkStats& s = m_links[l].stats;
     if (s.messages == 0) continue;
@@ -258,6 +257,14 @@ void Network::registerStats(StatsRegistry& registry, const std::string& prefix) 
     registry.counter(name + ".bytes", "bytes", "bytes sent on this directed ICI link").add(s.bytes);
     registry.counter(name + ".busy_ps", "ps", "time this directed link was serializing").add(s.busy_ps);
     registry.counter(name + ".max_queue_ps", "ps", "longest wait of a message for this link").add(s.max_queue_ps);
+  }
+  registerTotals(registry, prefix);
+}
+
+void Network::registerTotals(StatsRegistry& registry, const std::string& prefix) const {
+  uint64_t bytes = 0, busy = 0, max_queue = 0;
+  for (LinkId l = 0; l < m_topology.numLinkSlots(); ++l) {
+    const LinkStats& s = m_links[l].stats;
     bytes += s.bytes;
     busy += s.busy_ps;
     max_queue = std::max(max_queue, s.max_queue_ps);

@@ -109,8 +109,10 @@ class Network {
   size_t memoryBytes() const;
 
   // Per-link counters (bytes, busy_ps, max_queue_ps) for every link that
-  // carried traffic, named "<prefix>.chip5.x+.bytes", plus totals.
+  // carried traffic, named "<prefix>.chip5.x+.bytes", plus the totals.
   void registerStats(StatsRegistry& registry, const std::string& prefix) const;
+  // The totals only: bytes, busy_ps, max_queue_ps, makespan_ps, link_utilization.
+  void registerTotals(StatsRegistry& registry, const std::string& prefix) const;
 
   const Topology& topology() const { return m_topology; }
   const IciLinkConfig& config() const { return m_config; }

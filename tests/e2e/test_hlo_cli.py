@@ -83,7 +83,7 @@ BAD_MODULES = {
                          ["bad_element_type.hlo:3:3", "unknown element type 'flot32'"]),
     "all_reduce_4": (GOOD_HEAD + "ENTRY main {\n  a = f32[4] parameter(0)\n"
                      "  ROOT r = f32[4] all-reduce(a), replica_groups={{0,1,2,3}}, to_apply=add\n}\n", 4,
-                     ["unsupported: all-reduce across 4 replicas needs the interconnect model (not built yet)"]),
+                     ["unsupported: all-reduce across 4 replicas in an HLO module"]),
 }
 
 

@@ -8,13 +8,16 @@ from test_cli import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "passes"
-PASSES = ["constant_fold", "dead_code", "fuse_elementwise", "placement", "mxu_padding", "memory_plan"]
+PASSES = ["constant_fold", "dead_code", "data_parallel", "fuse_elementwise", "placement", "mxu_padding",
+          "memory_plan"]
+# data_parallel changes the graph only over a slice of several chips.
+PASS_ARGS = {"data_parallel": ["--topology", "2x2x2"]}
 
 
 @pytest.mark.parametrize("name", PASSES)
 def test_ir_after_each_pass_matches_its_golden(tpusim_bin, tmp_path, name):
     result = run(tpusim_bin, "compile", str(ROOT / "traces" / "mlp.onnx"), "--batch", "4", "-o",
-                 str(tmp_path / "mlp.tpuprog"), "--print-ir-after", name)
+                 str(tmp_path / "mlp.tpuprog"), "--print-ir-after", name, *PASS_ARGS.get(name, []))
     assert result.returncode == 0, result.stderr
     assert result.stderr.startswith(f"// IR after {name}\n")
     assert result.stderr == (GOLDEN / f"mlp_{name}.txt").read_text()

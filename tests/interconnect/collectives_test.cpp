@@ -286,6 +286,34 @@ TEST(IciCollectives, GroupOfOneTakesNoTime) {
   EXPECT_EQ(c.elements_reduced, std::vector<uint64_t>{0});
 }
 
+TEST(IciCollectives, ReducedBytesClosedFormMatchesTheDecomposition) {
+  // Every member, three algorithms, shapes with uneven chunks (1,000,003 B over 3 or 5).
+  const std::vector<Topology> topologies = {
+      Topology::parse(TopologyKind::kRing, "5"), Topology::parse(TopologyKind::kTorus2d, "3x4"),
+      Topology::parse(TopologyKind::kTorus3d, "4x4x2"), Topology::parse(TopologyKind::kTwistedTorus3d, "2x2x4")};
+  for (const Topology& topo : topologies) {
+    for (AllReduceAlgorithm algorithm :
+         {AllReduceAlgorithm::kRing, AllReduceAlgorithm::kBidirectionalRing, AllReduceAlgorithm::kTorus}) {
+      for (uint64_t bytes : {uint64_t{4} << 20, uint64_t{1'000'003}}) {
+        Network net(topo, testLinks());
+        const Collective c = allReduce(net, allChips(topo), bytes, algorithm, 1);
+        for (ChipId m = 0; m < topo.numChips(); ++m) {
+          EXPECT_EQ(allReduceReducedBytes(topo, bytes, algorithm, m), c.elements_reduced[m])
+              << topo.shapeString() << " " << allReduceAlgorithmName(algorithm) << " member " << m;
+        }
+      }
+    }
+  }
+  // The closed form of the doc: torus on 4x4x4, n = 1 MiB: sum_d (p_d - 1) n_d / p_d
+  // with n_x = 1 MiB, n_y = n_z... = 256 KiB, 64 KiB: 3/4 (1 MiB + 256 KiB + 64 KiB).
+  const Topology cube = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
+  EXPECT_EQ(allReduceReducedBytes(cube, 1 << 20, AllReduceAlgorithm::kTorus, 0),
+            3 * ((1u << 20) + (1u << 18) + (1u << 16)) / 4);
+  EXPECT_EQ(allReduceAlgorithmFromName("bidirectional_ring"), AllReduceAlgorithm::kBidirectionalRing);
+  EXPECT_EQ(errorOf([] { allReduceAlgorithmFromName("tree"); }),
+            "unknown all-reduce algorithm 'tree' (torus, bidirectional_ring, ring)");
+}
+
 TEST(IciCollectives, BadGroupsAreOneLineErrors) {
   Network net(kRing8, testLinks());
   EXPECT_EQ(errorOf([&] { allReduce(net, {}, kMiB, AllReduceAlgorithm::kRing); }),

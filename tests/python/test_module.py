@@ -42,3 +42,12 @@ def test_presets_and_params():
     params = tpusim.params("tpuv4")
     assert params["mxu.rows"] == {"value": "128", "unit": "PE", "doc": params["mxu.rows"]["doc"], "type": "int"}
     assert params["hbm.bandwidth_gbps"]["value"] == "1200"
+
+
+def test_topology_runs_data_parallel_on_a_slice(mlp_path):
+    report = tpusim.run(mlp_path, hw="tpuv4", topology="2x2x2")
+    assert report["interconnect"]["chips"] == 8
+    assert report["interconnect"]["global_batch"] == 8 * report["batch"]
+    assert report["total_cycles"] > tpusim.run(mlp_path, hw="tpuv4")["total_cycles"]
+    with pytest.raises(tpusim.Error, match="ICI shape '2x'"):
+        tpusim.run(mlp_path, topology="2x")

@@ -45,6 +45,24 @@ class ProgramBuilder {
     return ins.id();
   }
 
+  // An all-reduce of `bytes` per replica over the Program's slice (set it with slice()).
+  uint32_t allReduce(uint64_t bytes, program::CollectiveAlgorithm algorithm, std::initializer_list<uint32_t> deps) {
+    program::Instruction& ins = add("all_reduce", program::ICI, 0, 0, deps);
+    program::Collective* c = ins.mutable_collective();
+    c->set_kind(program::ALL_REDUCE);
+    c->set_bytes(bytes);
+    c->set_dtype(program::F32);
+    c->set_replicas(m_program.replicas());
+    c->set_algorithm(algorithm);
+    ins.set_bytes(bytes);
+    return ins.id();
+  }
+  // Data parallel over an ICI slice: "3d_torus", "4x4x4", 64 replicas.
+  void slice(const std::string& kind, const std::string& shape, uint32_t replicas) {
+    m_program.set_replicas(replicas);
+    m_program.set_topology_kind(kind);
+    m_program.set_topology_shape(shape);
+  }
   // An HBM buffer of `bytes` at byte address `offset`.
   uint32_t hbmBuffer(uint64_t offset, uint64_t bytes) {
     program::Buffer* buffer = m_chip->add_buffers();

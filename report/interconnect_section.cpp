@@ -1,0 +1,172 @@
+#include "report/interconnect_section.hpp"
+
+#include <sstream>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <utility>
+#include <vector>
+
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+using Interval = std::pair<uint64_t, uint64_t>;  // [start, end) in cycles
+
+// Sorted, disjoint, non-empty.
+std::vector<Interval> unionOf(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  std::vector<Interval> merged;
+  for (const Interval& i : intervals) {
+    if (i.second <= i.first) continue;
+    if (!merged.empty() && i.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, i.second);
+    } else {
+      merged.push_back(i);
+    }
+  }
+  return merged;
+}
+
+uint64_t lengthOf(const std::vector<Interval>& intervals) {
+  uint64_t total = 0;
+  for (const Interval& i : intervals) total += i.second - i.first;
+  return total;
+}
+
+// Length of a's cover that b's does not cover (both from unionOf).
+uint64_t lengthOutside(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  uint64_t overlap = 0;
+  size_t j = 0;
+  for (const Interval& i : a) {
+    while (j < b.size() && b[j].second <= i.first) ++j;
+    for (size_t k = j; k < b.size() && b[k].first < i.second; ++k) {
+      overlap += std::min(i.second, b[k].second) - std::max(i.first, b[k].first);
+    }
+  }
+  return lengthOf(a) - overlap;
+}
+
+const char* collectiveKindName(program::CollectiveKind kind) {
+  return kind == program::ALL_REDUCE ? "all_reduce" : "?";
+}
+
+const char* algorithmName(program::CollectiveAlgorithm algorithm) {
+  switch (algorithm) {
+    case program::TORUS: return "torus";
+    case program::BIDIRECTIONAL_RING: return "bidirectional_ring";
+    case program::RING: return "ring";
+    default: return "?";
+  }
+}
+
+const char* dimName(int d) {
+  return d == 0 ? "x" : d == 1 ? "y" : "z";
+}
+
+}  // namespace
+
+uint64_t exposedCommunicationCycles(const program::Program& program, const Timeline& timeline) {
+  const program::ChipProgram& chip = program.chips(0);
+  std::vector<Interval> communication, compute;
+  for (const TimelineEvent& event : timeline.events()) {
+    const program::Unit unit = chip.instructions(static_cast<int>(event.instruction)).unit();
+    (unit == program::ICI ? communication : compute).emplace_back(event.start_cycle, event.end_cycle);
+  }
+  return lengthOutside(unionOf(std::move(communication)), unionOf(std::move(compute)));
+}
+
+nlohmann::ordered_json interconnectEntry(const program::Program& program, const SimResult& result) {
+  if (!result.ici) throw Error(ErrorKind::kInternal, "report: an interconnect section needs a run on a slice");
+  const IciResult& ici = *result.ici;
+  const Topology& topology = ici.topology;
+  const double ps_per_cycle = 1e12 / result.clock_hz;
+  const double step_ps = static_cast<double>(result.total_cycles) * ps_per_cycle;
+  nlohmann::ordered_json entry;
+  entry["topology"] = topologyKindName(topology.kind());
+  entry["shape"] = topology.shapeString();
+  entry["chips"] = topology.numChips();
+  entry["replicas"] = program.replicas();
+  entry["global_batch"] = program.batch() * program.replicas();
+  entry["link_bandwidth_gbps"] = ici.link.bandwidth_bytes_per_s / 1e9;
+  entry["directed_links"] = topology.numLinks();
+
+  uint64_t bytes = 0, busy_ps = 0, max_busy_ps = 0;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (LinkId id = 0; id < topology.numLinkSlots(); ++id) {
+    if (!topology.linkExists(id)) continue;
+    const LinkStats& s = ici.links[static_cast<size_t>(id)];
+    bytes += s.bytes;
+    busy_ps += s.busy_ps;
+    max_busy_ps = std::max(max_busy_ps, s.busy_ps);
+    const Coords at = topology.coords(topology.linkSource(id));
+    nlohmann::ordered_json link;
+    link["src"] = topology.linkSource(id);
+    link["dst"] = topology.linkDest(id);
+    link["dim"] = dimName(topology.linkDim(id));
+    link["dir"] = topology.linkDir(id) > 0 ? "+" : "-";
+    link["x"] = at[0];
+    link["y"] = at[1];
+    link["z"] = at[2];
+    link["bytes"] = s.bytes;
+    link["messages"] = s.messages;
+    link["busy_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.busy_ps) / ps_per_cycle));
+    link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
+    link["max_queue_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.max_queue_ps) / ps_per_cycle));
+    links.push_back(link);
+  }
+  entry["bytes"] = bytes;
+  const double link_count = static_cast<double>(topology.numLinks());
+  entry["mean_link_utilization"] = step_ps > 0 ? static_cast<double>(busy_ps) / (link_count * step_ps) : 0.0;
+  entry["max_link_utilization"] = step_ps > 0 ? static_cast<double>(max_busy_ps) / step_ps : 0.0;
+
+  const program::ChipProgram& chip = program.chips(0);
+  nlohmann::ordered_json collectives = nlohmann::ordered_json::array();
+  uint64_t collective_bytes = 0;
+  std::vector<Interval> in_flight;
+  for (const TimelineEvent& event : result.timeline.events()) {
+    const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
+    if (ins.unit() != program::ICI) continue;
+    const program::Collective& c = ins.collective();
+    nlohmann::ordered_json record;
+    record["name"] = ins.name();
+    record["op"] = ins.op();
+    record["kind"] = collectiveKindName(c.kind());
+    record["algorithm"] = algorithmName(c.algorithm());
+    record["bytes"] = c.bytes();
+    record["replicas"] = c.replicas();
+    record["start_cycle"] = event.start_cycle;
+    record["end_cycle"] = event.end_cycle;
+    record["time_s"] = static_cast<double>(event.end_cycle - event.start_cycle) / result.clock_hz;
+    collectives.push_back(record);
+    collective_bytes += c.bytes();
+    in_flight.emplace_back(event.start_cycle, event.end_cycle);
+  }
+  entry["collective_count"] = collectives.size();
+  entry["collective_bytes"] = collective_bytes;
+  entry["communication_cycles"] = lengthOf(unionOf(std::move(in_flight)));
+  entry["exposed_communication_cycles"] = exposedCommunicationCycles(program, result.timeline);
+  entry["collectives"] = collectives;
+  entry["links"] = links;
+  return entry;
+}
+
+std::string linksCsv(const nlohmann::ordered_json& report) {
+  if (!report.contains("interconnect")) throw Error(ErrorKind::kInternal, "links.csv: the report has no interconnect");
+  std::ostringstream file;
+  file << "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization\n";
+  char utilization[32];
+  for (const auto& link : report.at("interconnect").at("links")) {
+    std::snprintf(utilization, sizeof(utilization), "%.6f", link.at("utilization").get<double>());
+    file << link.at("src").get<int>() << ',' << link.at("dst").get<int>() << ',' << link.at("dim").get<std::string>()
+         << ',' << link.at("dir").get<std::string>() << ',' << link.at("x").get<int>() << ',' << link.at("y").get<int>()
+         << ',' << link.at("z").get<int>() << ',' << link.at("bytes").get<uint64_t>() << ','
+         << link.at("busy_cycles").get<uint64_t>() << ',' << utilization << '\n';
+  }
+  return file.str();
+}
+
+}  // namespace tpusim

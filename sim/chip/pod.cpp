@@ -1,0 +1,78 @@
+#include "sim/chip/pod.hpp"
+
+#include "sim/chip/program_check.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+AllReduceAlgorithm algorithmOf(const program::Collective& collective) {
+  switch (collective.algorithm()) {
+    case program::TORUS: return AllReduceAlgorithm::kTorus;
+    case program::BIDIRECTIONAL_RING: return AllReduceAlgorithm::kBidirectionalRing;
+    case program::RING: return AllReduceAlgorithm::kRing;
+    default: break;
+  }
+  throw Error(ErrorKind::kInvalidInput, "collective with no algorithm");
+}
+
+}  // namespace
+
+Topology topologyOf(const program::Program& program) {
+  if (program.replicas() <= 1) return Topology(TopologyKind::kRing, {1});
+  return Topology::parse(topologyKindFromName(program.topology_kind()), program.topology_shape(), program.replicas());
+}
+
+Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology& topology,
+         const program::ChipProgram& program, UnitContext context)
+    : sc_core::sc_module(name),
+      m_network(topology, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing())),
+      m_replicas(allChips(topology)),
+      m_period_ps(context.clock->period().value()) {
+  m_network.setRecycling(true);
+  m_chip = std::make_unique<Chip>("chip0", hw.config(), program, context, topology.numChips() > 1 ? this : nullptr);
+  SC_THREAD(drive);
+}
+
+void Pod::launch(const program::Instruction& instruction, IciUnit& unit) {
+  const program::Collective& collective = instruction.collective();
+  const uint64_t now = nowPs();
+  m_network.advanceTo(now);
+  const GroupId group = m_network.openGroup();
+  allReduce(m_network, m_replicas, collective.bytes(), algorithmOf(collective), programDTypeBytes(collective.dtype()));
+  m_network.closeGroup();
+  if (static_cast<size_t>(group) != m_launched.size()) throw Error(ErrorKind::kInternal, "ICI: group ids out of order");
+  m_launched.push_back({&instruction, &unit, now});
+  m_wake.notify(sc_core::SC_ZERO_TIME);
+}
+
+void Pod::drive() {
+  while (true) {
+    const uint64_t now = nowPs();
+    m_network.advanceTo(now);
+    for (const GroupId group : m_network.takeFinishedGroups()) {
+      const uint64_t done = m_network.groupDoneTime(group);
+      m_collective_ps += done - m_launched[group].start_ps;
+      m_retiring.push({roundUpToCycle(done), group});
+    }
+    while (!m_retiring.empty() && m_retiring.top().time_ps <= now) {
+      const Launched& launched = m_launched[m_retiring.top().group];
+      m_retiring.pop();
+      launched.unit->complete(*launched.instruction);
+    }
+    // Collectives start only at clock edges (the ICI unit's), and a start first advances the
+    // network to its time, so the network's events up to the next edge can wait for it: one
+    // wake per cycle with traffic, not per event, and the same results.
+    uint64_t next = m_network.nextEventTime();
+    if (next != Network::kNever) next = roundUpToCycle(next);
+    if (!m_retiring.empty()) next = std::min(next, m_retiring.top().time_ps);
+    if (next == Network::kNever) {
+      wait(m_wake);
+    } else {
+      wait(sc_core::sc_time::from_value(next - now), m_wake);
+    }
+  }
+}
+
+}  // namespace tpusim
