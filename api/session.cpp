@@ -2,6 +2,7 @@
 
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
+#include "api/ps_run.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -270,6 +271,12 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 }
 
 RunOutcome runRequest(const RunRequest& request) {
+  if (!request.strategy.empty()) {
+    checkStrategyName(request.strategy);
+    if (isProgramPath(request.model_path)) {
+      throw Error(ErrorKind::kUnsupported, "--strategy ps needs a model, not a saved Program (it has no graph)");
+    }
+  }
   const HardwareParams hw = resolveHardware(request);
   RunOutcome outcome;
   outcome.program = compileRequest(request, hw);
@@ -279,6 +286,11 @@ RunOutcome runRequest(const RunRequest& request) {
   if (request.steps > 0) {
     outcome.report["host"] = runHostSteps(hw, outcome.report, request.steps, *result.stats);
     outcome.report["stats"] = statsEntries(*result.stats);  // with the host's
+  }
+  if (!request.strategy.empty()) {
+    const ModelGraph built = buildModelGraph(request);
+    outcome.report["ps"] = runPsSteps(hw, built.graph, outcome.report, request.workers,
+                                      request.steps > 0 ? request.steps : kDefaultPsSteps);
   }
   if (request.functional) {
     FunctionalRun values = runFunctional(request, hw);

@@ -59,6 +59,10 @@ struct RunRequest {
   // Run this many steps fed by the host's input pipeline and PCIe infeed (api/host_run.hpp);
   // 0: one step with its inputs already in HBM.
   uint64_t steps = 0;
+  // Distribution strategy (api/ps_run.hpp): empty for one chip, or "ps"
+  // (ParameterServerStrategy over `workers` workers; --steps, default 10).
+  std::string strategy;
+  uint64_t workers = 32;
 };
 
 // The training options a request asks for (names parsed, values not yet checked).

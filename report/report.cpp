@@ -501,6 +501,18 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   h["mxu_mac_utilization"].get<double>() * 100.0, h["bottleneck"].get<std::string>().c_str());
     out << line;
   }
+  if (report.contains("ps")) {
+    const auto& p = report["ps"];
+    std::snprintf(line, sizeof(line),
+                  "ps           %s, %s: %llu workers, %llu tasks, %llu steps: %.3f ms per step (compute %.3f ms); "
+                  "shard busy imbalance %.3f (max / mean)\n",
+                  p["policy"].get<std::string>().c_str(), p["aggregation"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(p["workers"].get<uint64_t>()),
+                  static_cast<unsigned long long>(p["tasks"].get<uint64_t>()),
+                  static_cast<unsigned long long>(p["steps"].get<uint64_t>()), p["mean_step_s"].get<double>() * 1e3,
+                  p["step_compute_s"].get<double>() * 1e3, p["imbalance"]["busy"].get<double>());
+    out << line;
+  }
   return out.str();
 }
 

@@ -51,6 +51,8 @@ int runCommand(const std::vector<std::string>& args) {
       "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
+  StrategyOptions strategy;
+  addStrategyOptions(desc, strategy);
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
   setLogLevel(o.log_level);
   RunRequest request = toRequest(o);
@@ -58,6 +60,7 @@ int runCommand(const std::vector<std::string>& args) {
   request.functional = functional;
   request.seed = seed;
   request.steps = steps;
+  applyStrategyOptions(strategy, request);
   const RunOutcome outcome = runRequest(request);
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);

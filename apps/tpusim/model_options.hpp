@@ -34,4 +34,16 @@ bool parse(const std::vector<std::string>& args, boost::program_options::options
 
 RunRequest toRequest(const ModelOptions& o);
 
+// `run`'s distribution options (docs/strategies.md): --strategy ps with
+// --sharding, --ps-tasks and --workers.
+struct StrategyOptions {
+  std::string strategy;
+  std::string sharding;  // empty: the preset's ps.sharding
+  int64_t ps_tasks = kBatchUnset;  // unset: the preset's ps.tasks
+  int64_t workers = 32;
+};
+void addStrategyOptions(boost::program_options::options_description& desc, StrategyOptions& s);
+// Checks the options and writes them into `request` (--sharding and --ps-tasks as overrides of ps.*).
+void applyStrategyOptions(const StrategyOptions& s, RunRequest& request);
+
 }  // namespace tpusim::cli
