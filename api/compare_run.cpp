@@ -16,16 +16,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
-Json loadReport(const std::string& path) {
-  if (!fs::is_regular_file(path)) throw Error(ErrorKind::kInvalidInput, "report '" + path + "' does not exist");
-  std::ifstream file(path);
-  try {
-    return Json::parse(file);
-  } catch (const nlohmann::json::parse_error& error) {
-    throw Error(ErrorKind::kInvalidInput, "report '" + path + "' is not valid JSON (" + error.what() + ")");
-  }
-}
-
 // An output tensor a report describes: its entry and the folder its file is relative to.
 struct Output {
   const Json* entry;
@@ -90,9 +80,19 @@ Json numericsRows(const Json& sim, const fs::path& sim_dir, const Json& ref, con
 
 }  // namespace
 
+nlohmann::ordered_json readReportJson(const std::string& path) {
+  if (!fs::is_regular_file(path)) throw Error(ErrorKind::kInvalidInput, "report '" + path + "' does not exist");
+  std::ifstream file(path);
+  try {
+    return Json::parse(file);
+  } catch (const nlohmann::json::parse_error& error) {
+    throw Error(ErrorKind::kInvalidInput, "report '" + path + "' is not valid JSON (" + error.what() + ")");
+  }
+}
+
 Json compareReportFiles(const std::string& sim_report, const std::string& ref_report) {
-  const Json sim = loadReport(sim_report);
-  const Json ref = loadReport(ref_report);
+  const Json sim = readReportJson(sim_report);
+  const Json ref = readReportJson(ref_report);
   try {
     checkComparable(sim, ref);
     const Json rows = sim.contains("functional") ? numericsRows(sim, fs::path(sim_report).parent_path(), ref,

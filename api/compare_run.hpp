@@ -15,4 +15,7 @@ namespace tpusim {
 // an output whose shape differs between the two.
 nlohmann::ordered_json compareReportFiles(const std::string& sim_report, const std::string& ref_report);
 
+// A report file's JSON; Error (kInvalidInput) when it is missing or does not parse.
+nlohmann::ordered_json readReportJson(const std::string& path);
+
 }  // namespace tpusim

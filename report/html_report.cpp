@@ -2,11 +2,15 @@
 
 #include <cstdio>
 #include <iterator>
+#include <utility>
+#include <vector>
 
 #include "report/bottleneck.hpp"
+#include "report/compare.hpp"
 #include "report/html_script.hpp"
 #include "report/roofline.hpp"
 #include "report/utilization_windows.hpp"
+#include "sim/common/error.hpp"
 
 namespace tpusim {
 
@@ -75,6 +79,64 @@ nlohmann::ordered_json linkRows(const nlohmann::ordered_json& report) {
   return rows;
 }
 
+const char* const kCompareColumns[] = {"op",         "type",  "status", "sim_cycles", "sim_time_s",
+                                       "ref_time_s", "ratio", "flops",  "hbm_bytes"};
+const char* const kNumericsColumns[] = {"output",        "op",
+                                        "status",        "precision",
+                                        "elements",      "max_abs_error",
+                                        "max_rel_error", "normwise_rel_error",
+                                        "nonfinite_mismatches"};
+
+template <size_t N>
+nlohmann::ordered_json columnList(const char* const (&columns)[N]) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const char* column : columns) list.push_back(column);
+  return list;
+}
+
+// Rows of `entries` with `columns` only; a value one side lacks is null.
+template <size_t N>
+nlohmann::ordered_json selectColumns(const nlohmann::ordered_json& entries, const char* const (&columns)[N]) {
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (const auto& entry : entries) {
+    nlohmann::ordered_json row;
+    for (const char* column : columns) row[column] = entry.contains(column) ? entry.at(column) : nullptr;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The page's comparison figures from compare.json, which must be of this report's run.
+nlohmann::ordered_json comparisonData(const nlohmann::ordered_json& report, const nlohmann::ordered_json& comparison) {
+  if (!comparison.is_object() || comparison.value("kind", "") != kCompareKind)
+    throw Error(ErrorKind::kInvalidInput, "the comparison is not a compare.json (tpusim compare)");
+  for (const char* field : {"model", "mode", "batch"}) {
+    if (comparison.at(field) != report.at(field)) {
+      throw Error(ErrorKind::kInvalidInput, std::string("the comparison is of ") + field + " " +
+                                                comparison.at(field).dump() + ", the report of " +
+                                                report.at(field).dump());
+    }
+  }
+  const auto& reference = comparison.at("reference");
+  nlohmann::ordered_json data = {{"backend", reference.at("backend")},
+                                 {"device", reference.at("device")},
+                                 {"reference_numerics", reference.at("numerics")},
+                                 {"timing", reference.at("timing").value("method", "timing method not recorded")},
+                                 {"step_time_ratio", comparison.at("step_time_ratio")},
+                                 {"summary", comparison.at("per_op_summary")},
+                                 {"per_op_columns", columnList(kCompareColumns)},
+                                 {"per_op", selectColumns(comparison.at("per_op"), kCompareColumns)}};
+  const auto& numerics = comparison.at("numerics");
+  if (numerics.is_null()) {
+    data["numerics"] = nullptr;
+  } else {
+    data["numerics"] = {{"columns", columnList(kNumericsColumns)},
+                        {"outputs", selectColumns(numerics.at("outputs"), kNumericsColumns)},
+                        {"by_precision", numerics.at("by_precision")}};
+  }
+  return data;
+}
+
 // JSON inside <script>: '<' only occurs in strings, where \u003c means the same, so no
 // op name can close the element.
 std::string scriptSafe(const std::string& json) {
@@ -106,7 +168,7 @@ std::string escapeHtml(const std::string& text) {
 
 }  // namespace
 
-nlohmann::ordered_json reportPageData(const nlohmann::ordered_json& report) {
+nlohmann::ordered_json reportPageData(const nlohmann::ordered_json& report, const nlohmann::ordered_json& comparison) {
   nlohmann::ordered_json data;
   for (const char* field : {"model", "hw", "mode", "batch", "total_cycles", "clock_hz", "step_time_s"}) {
     data[field] = report.at(field);
@@ -155,11 +217,12 @@ nlohmann::ordered_json reportPageData(const nlohmann::ordered_json& report) {
   data["memory"] = report.at("memory");
   data["memory_timeline"] = report.contains("memory_timeline") ? report.at("memory_timeline") : nullptr;
   data["interconnect"] = linkRows(report);
+  data["compare"] = comparison.is_null() ? nullptr : comparisonData(report, comparison);
   return data;
 }
 
-std::string reportHtml(const nlohmann::ordered_json& report) {
-  const nlohmann::ordered_json data = reportPageData(report);
+std::string reportHtml(const nlohmann::ordered_json& report, const nlohmann::ordered_json& comparison) {
+  const nlohmann::ordered_json data = reportPageData(report, comparison);
   const std::string title = "tpusim: " + data["model"].get<std::string>() + " on " + data["hw"].get<std::string>();
   char subtitle[256];
   std::snprintf(subtitle, sizeof(subtitle), "%s, batch %llu: %llu cycles, %.3f us at %.0f MHz",
@@ -174,13 +237,18 @@ std::string reportHtml(const nlohmann::ordered_json& report) {
   page +=
       "<noscript><p>This page draws its plots with JavaScript; the same figures are in report.json and the CSV "
       "files beside it.</p></noscript>\n";
-  const std::pair<const char*, const char*> sections[] = {{"verdict", "Bottleneck"},
+  std::vector<std::pair<const char*, const char*>> sections = {{"verdict", "Bottleneck"},
                                                           {"utilization-plot", "Utilization over time, per unit"},
                                                           {"roofline-plot", "Roofline"},
                                                           {"per-op-table", "Per op"},
                                                           {"layers-table", "Per layer"},
                                                           {"memory-plot", "Memory"},
                                                           {"interconnect-plot", "Interconnect links"}};
+  if (!comparison.is_null()) {
+    sections.insert(sections.end(), {{"compare-plot", "Simulated against measured, per op"},
+                                     {"compare-table", "Per op: simulated and measured"},
+                                     {"numerics-table", "Numerics against the reference"}});
+  }
   for (const auto& [id, heading] : sections) {
     const bool table = std::string(id).find("table") != std::string::npos;
     page += "<h2>" + std::string(heading) + "</h2>\n<div id=\"" + id + "\"" + (table ? " class=\"scroll\"" : "") +

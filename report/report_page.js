@@ -38,6 +38,12 @@
     for (const [scale, p] of prefixes) if (Math.abs(value) >= scale) return (value / scale).toPrecision(3) + " " + p + unit;
     return value.toPrecision(3) + " " + unit;
   }
+  function seconds(value) {
+    for (const [scale, unit] of [[1, "s"], [1e-3, "ms"], [1e-6, "us"], [1e-9, "ns"]]) {
+      if (value >= scale) return +(value / scale).toPrecision(3) + " " + unit;
+    }
+    return +(value * 1e12).toPrecision(3) + " ps";
+  }
   function bytes(value) {
     const units = ["B", "KiB", "MiB", "GiB", "TiB"];
     let i = 0;
@@ -292,6 +298,66 @@
     done(node);
   }
 
+  // Simulated time against the reference's measured time per matched op, log-log, with
+  // the line where they are equal and the line of the matched ops' overall ratio.
+  function comparePlot(data, node) {
+    const c = data.compare;
+    const ops = c.per_op.filter((o) => o.status === "matched" && o.sim_time_s > 0 && o.ref_time_s > 0);
+    const s = c.summary;
+    const head = "Reference: " + c.backend + " (" + c.device + "), numerics " + c.reference_numerics + "; " + c.timing + ". " +
+                 s.matched + " ops matched, " + s.simulator_only + " simulator only, " + s.reference_only +
+                 " reference only. Step: measured / simulated = " + c.step_time_ratio.toPrecision(4) + ".";
+    node.appendChild(html("p", head, "note"));
+    if (ops.length === 0) {
+      node.appendChild(html("p", "No op has a time on both sides.", "note"));
+      return done(node);
+    }
+    const width = 560, height = 440, left = 90, right = 20, top = 20, bottom = 50;
+    let lo = Infinity, hi = 0;
+    for (const o of ops) lo = Math.min(lo, o.sim_time_s, o.ref_time_s), hi = Math.max(hi, o.sim_time_s, o.ref_time_s);
+    lo /= 2, hi *= 2;
+    const span = Math.log10(hi) - Math.log10(lo);
+    const lx = (v) => left + (width - left - right) * (Math.log10(v) - Math.log10(lo)) / span;
+    const ly = (v) => height - bottom - (height - top - bottom) * (Math.log10(v) - Math.log10(lo)) / span;
+    const svg = el("svg", {width: width, height: height, viewBox: "0 0 " + width + " " + height, role: "img"});
+    svg.appendChild(el("rect", {x: left, y: top, width: width - left - right, height: height - top - bottom, class: "frame"}));
+    for (let e = Math.ceil(Math.log10(lo)); e <= Math.log10(hi); e++) {
+      svg.appendChild(el("line", {x1: lx(10 ** e), x2: lx(10 ** e), y1: top, y2: height - bottom, class: "grid"}));
+      svg.appendChild(el("line", {x1: left, x2: width - right, y1: ly(10 ** e), y2: ly(10 ** e), class: "grid"}));
+      svg.appendChild(el("text", {x: lx(10 ** e), y: height - bottom + 14, "text-anchor": "middle", class: "tick"}, seconds(10 ** e)));
+      svg.appendChild(el("text", {x: left - 4, y: ly(10 ** e) + 4, "text-anchor": "end", class: "tick"}, seconds(10 ** e)));
+    }
+    svg.appendChild(tip(el("line", {x1: lx(lo), y1: ly(lo), x2: lx(hi), y2: ly(hi), class: "roof vpu"}), "measured = simulated"));
+    const k = s.matched_ratio;
+    if (k > 0) {  // measured = k x simulated, clipped to the frame
+      const x0 = Math.max(lo, lo / k), x1 = Math.min(hi, hi / k);
+      if (x1 > x0) svg.appendChild(tip(el("line", {x1: lx(x0), y1: ly(k * x0), x2: lx(x1), y2: ly(k * x1), class: "roof"}),
+                                       "the matched ops' ratio, " + k.toPrecision(4)));
+    }
+    for (const o of ops) {
+      svg.appendChild(tip(el("circle", {cx: lx(o.sim_time_s), cy: ly(o.ref_time_s), r: 4, class: "point mxu"}),
+                          o.op + " (" + o.type + "): simulated " + seconds(o.sim_time_s) + ", measured " + seconds(o.ref_time_s) +
+                          ", ratio " + o.ratio.toPrecision(4)));
+    }
+    svg.appendChild(el("text", {x: (left + width - right) / 2, y: height - 12, "text-anchor": "middle", class: "label"},
+                       "simulated time of the op"));
+    svg.appendChild(el("text", {x: 14, y: (top + height - bottom) / 2, "text-anchor": "middle", class: "label",
+                                transform: "rotate(-90 14 " + (top + height - bottom) / 2 + ")"}, "measured time of the op"));
+    node.appendChild(svg);
+    node.appendChild(html("p", "One circle per op both sides ran; dashed: measured = simulated; solid: the matched ops' " +
+                               "overall ratio (summed measured over summed simulated time).", "note"));
+    done(node);
+  }
+
+  function numericsTable(data, node) {
+    const n = data.compare.numerics;
+    if (!n) {
+      node.appendChild(html("p", "The simulation ran without --functional: no outputs to compare.", "note"));
+      return done(node);
+    }
+    table(n.outputs, n.columns, node);
+  }
+
   function verdict(data, node) {
     node.appendChild(html("p", data.verdict.headline, "headline"));
     const list = html("ul");
@@ -311,6 +377,10 @@
     ["per-op-table", (d, n) => table(d.per_op, d.per_op_columns, n)],
     ["layers-table", (d, n) => table(d.layers, d.layer_columns, n)],
     ["memory-plot", memory], ["interconnect-plot", interconnect]];
+  if (data && data.compare) {
+    sections.push(["compare-plot", comparePlot], ["compare-table", (d, n) => table(d.compare.per_op, d.compare.per_op_columns, n)],
+                  ["numerics-table", numericsTable]);
+  }
   for (const [id, draw] of sections) {
     try {
       if (data) draw(data, document.getElementById(id));

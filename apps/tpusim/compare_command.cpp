@@ -1,6 +1,7 @@
 // `tpusim compare SIM_REPORT REF_REPORT`: the simulated step beside the one a
 // reference backend ran, per op and per output tensor, printed and written as
-// DIR/compare.csv, DIR/numerics.csv and DIR/compare.json (docs/reference.md).
+// DIR/compare.csv, DIR/numerics.csv, DIR/compare.json and DIR/compare.html, the
+// simulation's report page with the comparison's sections (docs/reference.md).
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include "api/compare_run.hpp"
 #include "apps/tpusim/commands.hpp"
 #include "report/compare_format.hpp"
+#include "report/html_report.hpp"
 #include "report/report.hpp"
 #include "sim/common/error.hpp"
 
@@ -33,7 +35,7 @@ int compareCommand(const std::vector<std::string>& args) {
   std::vector<std::string> reports;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("out", po::value(&out_dir)->default_value(out_dir),
-                                                 "directory for compare.csv, numerics.csv and compare.json");
+                                                 "directory for compare.csv, numerics.csv, compare.json and compare.html");
   po::options_description all;
   all.add(desc).add_options()("report", po::value(&reports)->composing(), "reports");
   po::positional_options_description positional;
@@ -54,8 +56,15 @@ int compareCommand(const std::vector<std::string>& args) {
   writeText(perOpCsv(comparison), out / "compare.csv");
   writeText(numericsCsv(comparison), out / "numerics.csv");
   writeReport(comparison, (out / "compare.json").string());
+  std::string page;
+  try {
+    page = reportHtml(readReportJson(reports[0]), comparison);
+  } catch (const nlohmann::json::exception& error) {
+    throw Error(ErrorKind::kInvalidInput, reports[0] + " lacks what report.html needs: " + error.what());
+  }
+  writeText(page, out / "compare.html");
   std::cout << comparisonText(comparison) << "written      " << (out / "compare.json").string()
-            << ", compare.csv, numerics.csv\n";
+            << ", compare.csv, numerics.csv, compare.html\n";
   return 0;
 }
 

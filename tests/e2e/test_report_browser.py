@@ -113,3 +113,30 @@ def test_script_errors_are_caught_into_the_page(tpusim_bin, mlp_path, tmp_path):
     errors = re.search(r'<pre id="script-errors">([^<]*)</pre>', dom)
     assert errors and errors.group(1).startswith("roofline-plot: "), dom[:3000]
     assert sections(dom)["per-op-table"][0] == "ok"
+
+
+def test_compare_page_draws_simulated_against_measured(tpusim_bin, mlp_path, tmp_path):
+    """tpusim compare writes compare.html: the simulation's page with the comparison's sections."""
+    common = ["--batch", "8", "--seed", "3"]
+    run_report(tpusim_bin, mlp_path, tmp_path / "sim", "--functional", "--no-instructions", *common)
+    for step in (["reference", mlp_path, "--backend", "cpu", "--numerics", "mxu", "--repeats", "1",
+                  "--out", str(tmp_path / "ref"), *common],
+                 ["compare", str(tmp_path / "sim" / "report.json"), str(tmp_path / "ref" / "report.json"),
+                  "--out", str(tmp_path / "cmp")]):
+        result = subprocess.run([tpusim_bin, *step], capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr
+    comparison = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    dom = chromium(tmp_path / "cmp" / "compare.html", "--dump-dom")
+    assert re.search(r'<body[^>]*data-rendered="ok"', dom), dom[:2000]
+    found = sections(dom)
+    for section in ("verdict", "per-op-table", "compare-plot", "compare-table", "numerics-table"):
+        assert found[section][0] == "ok", section
+    timed = [row for row in comparison["per_op"]
+             if row["status"] == "matched" and row["sim_time_s"] > 0 and row["ref_time_s"] > 0]
+    assert len(timed) > 0
+    assert found["compare-plot"][1].count("<circle") == len(timed)
+    assert "numerics mxu" in found["compare-plot"][1]
+    table = found["compare-table"][1].split("</table>")[0]
+    assert table.count("<tr>") == len(comparison["per_op"]) + 1
+    numerics = found["numerics-table"][1].split("</table>")[0]
+    assert numerics.count("<tr>") == len(comparison["numerics"]["outputs"]) + 1

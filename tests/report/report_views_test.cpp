@@ -11,6 +11,7 @@
 
 #include "api/session.hpp"
 #include "report/bottleneck.hpp"
+#include "report/compare.hpp"
 #include "report/csv_tables.hpp"
 #include "report/html_report.hpp"
 #include "report/memory_timeline.hpp"
@@ -247,6 +248,50 @@ TEST(ReportHtml, SelfContainedAndNamesCannotCloseTheScript) {
                          "interconnect-plot"}) {
     EXPECT_NE(page.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
   }
+}
+
+// A reference report of the MLP's step with a measured time for each simulated op but the
+// last, and one op of its own.
+Json referenceOf(const Json& sim) {
+  Json ref = {{"kind", "reference"}, {"backend", "cpu"},        {"device", "host CPU"},
+              {"model", sim["model"]}, {"hw", sim["hw"]},       {"mode", sim["mode"]},
+              {"batch", sim["batch"]}, {"numerics", "reference"}, {"timing", {{"method", "wall clock"}}},
+              {"step_time_s", 0.01}};
+  ref["per_op"] = Json::array();
+  for (size_t i = 0; i + 1 < sim["per_op"].size(); ++i) {
+    ref["per_op"].push_back({{"op", sim["per_op"][i]["op"]}, {"type", sim["per_op"][i]["type"]}, {"time_s", 1e-4}});
+  }
+  ref["per_op"].push_back({{"op", "reference.only"}, {"type", "Transpose"}, {"time_s", 1e-5}});
+  return ref;
+}
+
+TEST(ReportHtml, ComparisonSectionsOnlyWithAComparison) {
+  const Json& report = mlp().report;
+  EXPECT_TRUE(reportPageData(report)["compare"].is_null());
+  EXPECT_EQ(reportHtml(report).find("id=\"compare-plot\""), std::string::npos);
+  const Json comparison = buildComparison(report, referenceOf(report), Json());
+  const Json data = reportPageData(report, comparison)["compare"];
+  ASSERT_FALSE(data.is_null());
+  EXPECT_EQ(data["per_op"].size(), report["per_op"].size() + 1);
+  EXPECT_EQ(data["summary"]["simulator_only"], 1);
+  EXPECT_EQ(data["summary"]["reference_only"], 1);
+  EXPECT_EQ(data["reference_numerics"], "reference");
+  EXPECT_TRUE(data["numerics"].is_null());  // the simulation ran without --functional
+  const std::string page = reportHtml(report, comparison);
+  for (const char* id : {"compare-plot", "compare-table", "numerics-table"}) {
+    EXPECT_NE(page.find(std::string("id=\"") + id + "\""), std::string::npos) << id;
+  }
+  // A comparison of another run's step is refused, naming what differs.
+  Json other = report;
+  other["batch"] = report["batch"].get<uint64_t>() * 2;
+  try {
+    reportPageData(other, comparison);
+    FAIL() << "accepted a comparison of another batch";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(error.what()).find("batch"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(reportPageData(report, Json{{"kind", "simulation"}}), Error);
 }
 
 TEST(ReportHtml, LinksOnlyWithAnInterconnectSection) {
