@@ -1,8 +1,10 @@
 #include "api/functional.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include "frontend/lower/lower.hpp"
+#include "frontend/train/loss_scaling.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 #include "sim/mxu/array_config.hpp"
@@ -103,9 +105,26 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   }
   FunctionalRun run;
   run.inputs = generatedInputs(built, request.seed);
-  const std::map<std::string, ir::TensorValue> feeds(run.inputs.begin(), run.inputs.end());
+  std::map<std::string, ir::TensorValue> feeds(run.inputs.begin(), run.inputs.end());
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
-  std::map<std::string, ir::TensorValue> values = runReference(request, feeds, 1, mxu);
+  const auto& tensors = built.graph.tensors();
+  const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
+                                       [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });
+  // Dynamic loss scaling's controller: a step whose gradients are not all finite is
+  // skipped (its results dropped, the weights and optimizer state kept) and run again
+  // at half the scale, until a step is finite or the scale is 1.
+  nlohmann::ordered_json attempts = nlohmann::ordered_json::array();
+  double scale = kInitialLossScale;
+  std::map<std::string, ir::TensorValue> values;
+  while (true) {
+    if (loss_scaled) feeds[kLossScaleTensor] = ir::TensorValue{{}, DType::kF32, {scale}, {}};
+    values = runReference(request, feeds, 1, mxu);
+    if (!loss_scaled) break;
+    const bool finite = values.at(kGradientsFiniteTensor).ints.at(0) != 0;
+    attempts.push_back({{"loss_scale", scale}, {"gradients_finite", finite}});
+    if (finite || scale <= 1) break;
+    scale /= 2;
+  }
   for (int id : stepOutputIds(built.graph)) {
     const std::string& name = built.graph.tensor(id).name;
     run.outputs.emplace_back(name, values.at(name));
@@ -116,6 +135,18 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   s["rows"] = mxu.rows;
   s["matmul_precision"] = request.matmul_precision;
   s["seed"] = request.seed;
+  if (loss_scaled) {
+    s["loss_scaling"] = {
+        {"method",
+         "dynamic (Keras LossScaleOptimizer): a step with a non-finite gradient is skipped and run again on the "
+         "same batch at half the scale"},
+        {"initial_scale", kInitialLossScale},
+        {"growth_steps", kLossScaleGrowthSteps},
+        {"attempts", attempts},
+        {"skipped_steps", attempts.size() - 1},
+        {"loss_scale", scale},
+        {"gradients_finite", attempts.back()["gradients_finite"]}};
+  }
   s["inputs"] = nlohmann::ordered_json::array();
   for (const auto& [name, value] : run.inputs) s["inputs"].push_back(describe(name, value));
   s["outputs"] = nlohmann::ordered_json::array();

@@ -2,6 +2,7 @@
 
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
+#include "api/precision_schedule.hpp"
 #include "api/ps_run.hpp"
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/program_io.hpp"
+#include "frontend/train/loss_scaling.hpp"
 #include "frontend/train/precision_policy.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "reference/cpu/cpu_executor.hpp"
@@ -233,6 +235,7 @@ TrainingOptions trainingOptionsOf(const RunRequest& request) {
     throw Error(ErrorKind::kInvalidConfig, "--adamw applies to the adam optimizer only");
   options.micro_batches = request.micro_batches;
   options.rematerialize = parseRemat(request.remat);
+  options.loss_scaling = needsLossScaling(parsePrecisionPolicy(request.precision));
   return options;
 }
 
@@ -250,10 +253,12 @@ std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
       numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
     }
   }
-  for (const ir::Tensor& tensor : built.graph.tensors()) {  // optimizer state starts at zero (step 0)
-    if (tensor.role == ir::TensorRole::kOptimizerState && built.graph.producer(tensor.id) == nullptr) {
-      feeds.emplace(tensor.name, ir::TensorValue::zeros(tensor.shape, tensor.dtype));
-    }
+  // Optimizer state starts at zero (step 0), the loss scale at Keras's initial scale.
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    if (tensor.role != ir::TensorRole::kOptimizerState || built.graph.producer(tensor.id) != nullptr) continue;
+    ir::TensorValue value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
+    if (tensor.name == kLossScaleTensor) value.floats.assign(1, kInitialLossScale);
+    feeds.emplace(tensor.name, std::move(value));
   }
   for (const ir::Tensor& tensor : built.graph.tensors()) adoptIntegerDtype(tensor, feeds);
   return feeds;
@@ -271,6 +276,7 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 }
 
 RunOutcome runRequest(const RunRequest& request) {
+  if (!request.precision_schedule.empty()) return runPrecisionSchedule(request);
   if (!request.strategy.empty()) {
     checkStrategyName(request.strategy);
     if (isProgramPath(request.model_path)) {

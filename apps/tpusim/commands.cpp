@@ -49,6 +49,8 @@ int runCommand(const std::vector<std::string>& args) {
       "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
       "steps", po::value(&steps)->default_value(steps),
       "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
+      "precision-schedule", po::value(&o.training.precision_schedule),
+      "adaptive precision: POLICY:STEPS,... (float32:100,mixed_bfloat16:900), each phase's step simulated once")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
   StrategyOptions strategy;

@@ -15,20 +15,24 @@ using ir::TensorRole;
 PrecisionPolicy parsePrecisionPolicy(const std::string& name) {
   if (name == "float32") return PrecisionPolicy::kFloat32;
   if (name == "mixed_bfloat16") return PrecisionPolicy::kMixedBfloat16;
-  if (name == "mixed_float16") {
-    throw Error(ErrorKind::kUnsupported, "precision policy mixed_float16 needs dynamic loss scaling, "
-                                         "which is not built yet (use mixed_bfloat16 or float32)");
-  }
+  if (name == "mixed_float16") return PrecisionPolicy::kMixedFloat16;
   if (name == "int8") {
     throw Error(ErrorKind::kUnsupported, "precision policy int8 (quantized inference) is not built yet");
   }
   throw Error(ErrorKind::kInvalidConfig,
-              "unknown precision policy '" + name + "' (use float32 or mixed_bfloat16)");
+              "unknown precision policy '" + name + "' (use float32, mixed_bfloat16 or mixed_float16)");
 }
 
 const char* precisionPolicyName(PrecisionPolicy policy) {
-  return policy == PrecisionPolicy::kMixedBfloat16 ? "mixed_bfloat16" : "float32";
+  switch (policy) {
+    case PrecisionPolicy::kFloat32: return "float32";
+    case PrecisionPolicy::kMixedBfloat16: return "mixed_bfloat16";
+    case PrecisionPolicy::kMixedFloat16: return "mixed_float16";
+  }
+  return "float32";
 }
+
+bool needsLossScaling(PrecisionPolicy policy) { return policy == PrecisionPolicy::kMixedFloat16; }
 
 namespace {
 
@@ -38,7 +42,7 @@ bool isLoss(OpType type) { return type == OpType::kSoftmaxCrossEntropy || type =
 
 void applyPrecisionPolicy(ImportedModel& model, PrecisionPolicy policy) {
   if (policy == PrecisionPolicy::kFloat32) return;
-  const DType compute = DType::kBF16;
+  const DType compute = policy == PrecisionPolicy::kMixedFloat16 ? DType::kF16 : DType::kBF16;
   const std::string suffix = std::string("/cast_") + dtypeName(compute);
   const Graph& source = model.graph;
   Graph graph;

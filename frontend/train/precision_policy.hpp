@@ -12,12 +12,16 @@ namespace tpusim {
 enum class PrecisionPolicy {
   kFloat32,         // the graph as imported
   kMixedBfloat16,   // compute in bf16, variables in f32
+  kMixedFloat16,    // compute in f16, variables in f32; training adds dynamic loss scaling
 };
 
-// "float32" or "mixed_bfloat16"; "mixed_float16" and "int8" are kUnsupported errors
-// (loss scaling and quantization are not built), any other name kInvalidConfig.
+// "float32", "mixed_bfloat16" or "mixed_float16"; "int8" is a kUnsupported error
+// (quantization is not built), any other name kInvalidConfig.
 PrecisionPolicy parsePrecisionPolicy(const std::string& name);
 const char* precisionPolicyName(PrecisionPolicy policy);
+// Keras's LossScaleOptimizer wraps the optimizer under mixed_float16 only: f16's range
+// (largest finite 65504, smallest normal 2^-14) loses small gradients without it.
+bool needsLossScaling(PrecisionPolicy policy);
 
 // Rewrites `model.graph` under `policy`:
 //   - each f32 weight, constant (frozen statistics are Keras variables too) and non-label

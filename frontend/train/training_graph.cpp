@@ -5,6 +5,7 @@
 
 #include "frontend/ir/tensor_value.hpp"
 #include "frontend/train/graph_transforms.hpp"
+#include "frontend/train/loss_scaling.hpp"
 #include "frontend/train/optimizer.hpp"
 #include "sim/common/error.hpp"
 
@@ -31,7 +32,8 @@ class Backward {
     }
   }
 
-  void run(int loss) {
+  // `seed_scale` >= 0: a scalar the loss's gradient is multiplied by (the loss scale).
+  void run(int loss, int seed_scale = -1) {
     const Op* loss_op = m_graph.producer(loss);
     const OpType type = loss_op ? loss_op->type : OpType::kAdd;
     const bool scalar_nll = type == OpType::kNllLoss && loss_op->reduction != ir::Reduction::kNone;
@@ -47,13 +49,18 @@ class Backward {
       const Op& op = *it;
       if (op.outputs[0] == loss) {  // the seed: dloss = 1
         const int scores = op.inputs[0];
+        int seed = -1;
         if (type == OpType::kSoftmaxCrossEntropy) {
-          accumulate(scores, m_graph.softmaxCrossEntropyGrad(op.name + ".grad", scores, op.inputs[1]));
+          seed = m_graph.softmaxCrossEntropyGrad(op.name + ".grad", scores, op.inputs[1]);
         } else if (type == OpType::kMseLoss) {
-          accumulate(scores, m_graph.mseLossGrad(op.name + ".grad", scores, op.inputs[1]));
+          seed = m_graph.mseLossGrad(op.name + ".grad", scores, op.inputs[1]);
         } else {
-          accumulate(scores, m_graph.nllLossGrad(op.name + ".grad", op));
+          seed = m_graph.nllLossGrad(op.name + ".grad", op);
         }
+        if (seed_scale >= 0) {
+          seed = m_graph.binary(OpType::kMul, op.name + ".grad_scaled", seed, seed_scale, TensorRole::kGradient);
+        }
+        accumulate(scores, seed);
         continue;
       }
       auto grad = m_grads.find(op.outputs[0]);
@@ -307,6 +314,10 @@ int lossOf(const ImportedModel& model, Graph& graph, LossKind kind) {
   return graph.softmaxCrossEntropy("loss", logits.id, labels);
 }
 
+int addLossScale(Graph& graph) {
+  return graph.addInput(kLossScaleTensor, {}, DType::kF32, TensorRole::kOptimizerState);
+}
+
 // The weights the loss depends on, in tensor order, with their gradients.
 std::vector<std::pair<int, int>> trainedWeights(const Graph& graph, const std::map<int, int>& grads) {
   std::vector<std::pair<int, int>> updates;
@@ -324,8 +335,9 @@ std::vector<std::pair<int, int>> trainedWeights(const Graph& graph, const std::m
 // replayed once per slice of the full-batch inputs, each followed by its backward pass;
 // the weights' gradients are summed and scaled by 1 / k, so a mean loss over the full
 // batch gets the full batch's gradient. Marks the forward ops in `forward`.
-Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_loss, int64_t k,
-                   std::vector<std::pair<int, int>>& updates, std::vector<bool>& forward) {
+// With `loss_scaling`, `loss_scale` receives the step's loss scale input.
+Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_loss, int64_t k, bool loss_scaling,
+                   int& loss_scale, std::vector<std::pair<int, int>>& updates, std::vector<bool>& forward) {
   Graph graph;
   const int64_t rows = model.batch;
   std::map<int, int> full;  // micro graph's sources -> the step's tensors
@@ -341,6 +353,7 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
       full[t.id] = graph.addInput(t.name, shape, t.dtype, t.role);
     }
   }
+  if (loss_scaling) loss_scale = addLossScale(graph);
   std::map<int, int> sums;  // weight -> summed gradient
   int losses = -1;
   for (int64_t i = 0; i < k; ++i) {
@@ -361,7 +374,7 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
     }
     forward.resize(graph.ops().size(), true);
     Backward backward(graph);
-    backward.run(map.at(micro_loss));
+    backward.run(map.at(micro_loss), loss_scale);
     for (const auto& [weight, grad] : trainedWeights(graph, backward.grads())) {
       auto [it, inserted] = sums.emplace(weight, grad);
       if (!inserted) {
@@ -400,17 +413,20 @@ Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& opti
   const int loss = lossOf(model, graph, options.loss);
   std::vector<bool> forward;  // per op: part of the forward pass (or the loss)
   std::vector<std::pair<int, int>> updates;
+  int loss_scale = -1;
   if (options.micro_batches > 1) {
-    graph = microBatched(model, graph, loss, options.micro_batches, updates, forward);
+    graph = microBatched(model, graph, loss, options.micro_batches, options.loss_scaling, loss_scale, updates, forward);
   } else {
+    if (options.loss_scaling) loss_scale = addLossScale(graph);
     forward.assign(graph.ops().size(), true);
     Backward backward(graph);
-    backward.run(loss);
+    backward.run(loss, loss_scale);
     updates = trainedWeights(graph, backward.grads());
     if (std::find(graph.outputs().begin(), graph.outputs().end(), loss) == graph.outputs().end()) {
       graph.markOutput(loss);
     }
   }
+  if (options.loss_scaling) updates = appendLossScaling(graph, updates, loss_scale);
   appendOptimizer(graph, updates, optimizer);
   if (options.rematerialize == Remat::kAll) {
     forward.resize(graph.ops().size(), false);

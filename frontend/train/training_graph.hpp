@@ -32,6 +32,8 @@ struct TrainingOptions {
   // its batch, and forward + backward run once per slice, gradients summed, one update.
   int64_t micro_batches = 1;
   Remat rematerialize = Remat::kNone;
+  // Dynamic loss scaling (frontend/train/loss_scaling.hpp): mixed_float16 turns it on.
+  bool loss_scaling = false;
 };
 
 // Option values by name, for the CLI and the Python module; unknown names are

@@ -48,8 +48,7 @@ def test_mixed_bfloat16_functional_step_stays_near_float32(tpusim_bin, tmp_path)
 
 
 @pytest.mark.parametrize("policy,code,message", [
-    ("fp8", 2, "unknown precision policy 'fp8' (use float32 or mixed_bfloat16)"),
-    ("mixed_float16", 4, "mixed_float16 needs dynamic loss scaling, which is not built yet"),
+    ("fp8", 2, "unknown precision policy 'fp8' (use float32, mixed_bfloat16 or mixed_float16)"),
     ("int8", 4, "int8 (quantized inference) is not built yet"),
 ])
 def test_policies_that_are_unknown_or_not_built_are_one_line_errors(tpusim_bin, tmp_path, policy, code, message):
@@ -74,3 +73,74 @@ def test_a_compiled_program_keeps_its_policy(tpusim_bin, tmp_path):
     saved = run(tpusim_bin, tmp_path / "saved", str(program))
     assert saved["precision"] == "mixed_bfloat16"
     assert saved["total_cycles"] == direct["total_cycles"]
+
+
+def outputs(report, out):
+    return {e["name"]: np.load(out / e["file"]).astype(np.float64) for e in report["functional"]["outputs"]}
+
+
+def test_mixed_float16_scales_the_loss_and_its_step_stays_near_float32(tpusim_bin, tmp_path):
+    args = ("--batch", "8", "--functional", "--seed", "3")
+    f32 = run(tpusim_bin, tmp_path / "f32", "mlp.onnx", *args)
+    f16 = run(tpusim_bin, tmp_path / "f16", "mlp.onnx", *args, "--precision", "mixed_float16")
+    assert f16["precision"] == "mixed_float16"
+    scaling = f16["functional"]["loss_scaling"]
+    assert scaling["attempts"] == [{"loss_scale": 32768.0, "gradients_finite": True}]  # Keras's initial 2^15
+    assert scaling["skipped_steps"] == 0 and "loss_scaling" not in f32["functional"]
+    a, b = outputs(f16, tmp_path / "f16"), outputs(f32, tmp_path / "f32")
+    assert a["loss_scale.gradients_finite"] == 1
+    for name in ("logits", "0.weight:updated", "4.bias:updated"):
+        # f16 keeps 11 significant bits; the gradients were unscaled, so the update is float32's.
+        assert np.abs(a[name] - b[name]).max() / np.abs(b[name]).max() < 5e-3, name
+
+
+def overflowing_model(path):
+    """x[32, 64] -> Gemm (weights 1e-3) -> Relu -> Gemm (weights +-300) -> logits[32, 10]: the
+    forward pass is small, but the backward pass carries 300-fold products of the scaled loss
+    gradient, past f16's largest finite value (65504) at Keras's initial scale 2^15."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(7)
+    w1 = np.full((64, 64), 1e-3, dtype=np.float32)
+    w2 = (rng.integers(0, 2, size=(64, 10)) * 600 - 300).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Gemm", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+         helper.make_node("Gemm", ["r", "w2"], ["logits"])],
+        "overflow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 64])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [32, 10])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+
+
+def test_an_overflowing_gradient_skips_the_step_and_halves_the_scale(tpusim_bin, tmp_path):
+    model = tmp_path / "overflow.onnx"
+    overflowing_model(model)
+    args = ("--functional", "--seed", "1", "--no-instructions")
+    f16 = run(tpusim_bin, tmp_path / "f16", str(model), *args, "--precision", "mixed_float16")
+    f32 = run(tpusim_bin, tmp_path / "f32", str(model), *args)
+    scaling = f16["functional"]["loss_scaling"]
+    attempts = scaling["attempts"]
+    assert len(attempts) >= 2 and scaling["skipped_steps"] == len(attempts) - 1
+    assert [a["loss_scale"] for a in attempts] == [32768.0 / 2 ** i for i in range(len(attempts))]
+    assert [a["gradients_finite"] for a in attempts] == [False] * (len(attempts) - 1) + [True]
+    assert 1 <= scaling["loss_scale"] <= 8192  # the forward pass is finite: some scale fits
+    a, b = outputs(f16, tmp_path / "f16"), outputs(f32, tmp_path / "f32")
+    assert a["loss_scale.gradients_finite"] == 1
+    for name in ("w1:updated", "w2:updated"):
+        assert np.isfinite(a[name]).all(), name
+        assert np.abs(a[name] - b[name]).max() / np.abs(b[name]).max() < 5e-3, name
+
+
+def test_mixed_float16_costs_a_gradient_check_beside_mixed_bfloat16(tpusim_bin, tmp_path):
+    args = ("--batch", "16", "--no-instructions")
+    bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", *args, "--precision", "mixed_bfloat16")
+    f16 = run(tpusim_bin, tmp_path / "f16", "resnet50.onnx", *args, "--precision", "mixed_float16")
+    # The same bytes per activation; the check reads every gradient once more and the unscaling
+    # fuses into the select, so the step is a little longer, never shorter.
+    # Persistent state gains the f32 loss scale, 4 bytes.
+    assert f16["memory"]["bytes_by_role"]["weight"] == bf16["memory"]["bytes_by_role"]["weight"] + 4
+    assert abs(f16["memory"]["peak_bytes"] - bf16["memory"]["peak_bytes"]) < 0.1 * bf16["memory"]["peak_bytes"]
+    assert bf16["total_cycles"] < f16["total_cycles"] < 1.2 * bf16["total_cycles"]
+    ops = {op["op"]: op for op in f16["per_op"]}
+    assert "loss_scale.finite" in ops and "conv1.weight.grad_unscaled" in ops or any(
+        name.endswith(".grad_unscaled") for name in ops)

@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "frontend/train/loss_scaling.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
@@ -99,6 +102,53 @@ TEST(PrecisionPolicy, ALossInTheModelReadsF32) {
   EXPECT_EQ(named(model.graph, "labels").dtype, DType::kInt64);
 }
 
+TEST(PrecisionPolicy, MixedFloat16ComputesInF16) {
+  ImportedModel model = mlp();
+  applyPrecisionPolicy(model, PrecisionPolicy::kMixedFloat16);
+  int f16_matmuls = 0;
+  for (const ir::Op& op : model.graph.ops()) {
+    if (op.type == ir::OpType::kMatMul) f16_matmuls += model.graph.tensor(op.inputs[0]).dtype == DType::kF16;
+  }
+  EXPECT_EQ(f16_matmuls, 2);  // the test MLP's two Gemms
+}
+
+// The loss-scaled training graph: the loss gradient is seeded with the scale, every weight's
+// update reads where(finite, g, 0) / S, and the finite flag is an output.
+TEST(LossScaling, SeedsTheScaleChecksEveryGradientAndGatesEachUpdate) {
+  ImportedModel model = mlp();
+  applyPrecisionPolicy(model, PrecisionPolicy::kMixedFloat16);
+  TrainingOptions options;
+  options.loss_scaling = true;
+  const ir::Graph g = buildTrainingGraph(model, options);
+  const ir::Tensor& scale = named(g, kLossScaleTensor);
+  EXPECT_EQ(scale.role, ir::TensorRole::kOptimizerState);
+  EXPECT_TRUE(scale.shape.empty());
+  const ir::Tensor& finite = named(g, kGradientsFiniteTensor);
+  EXPECT_EQ(finite.dtype, DType::kBool);
+  EXPECT_NE(std::find(g.outputs().begin(), g.outputs().end(), finite.id), g.outputs().end());
+  int seeds = 0, sums = 0, updates = 0;
+  for (const ir::Op& op : g.ops()) {
+    if (op.type == ir::OpType::kMul && op.inputs[1] == scale.id) ++seeds;
+    if (op.type == ir::OpType::kReduce) ++sums;
+    if (op.type != ir::OpType::kSgdUpdate) continue;
+    ++updates;
+    const ir::Op* unscale = g.producer(op.inputs[1]);
+    ASSERT_NE(unscale, nullptr);
+    ASSERT_EQ(unscale->type, ir::OpType::kMul);
+    const ir::Op* kept = g.producer(unscale->inputs[0]);
+    ASSERT_NE(kept, nullptr);
+    EXPECT_EQ(kept->type, ir::OpType::kWhere);
+    EXPECT_EQ(kept->inputs[0], finite.id);
+  }
+  EXPECT_EQ(seeds, 1);
+  EXPECT_EQ(updates, 4);  // two Gemms, weight and bias
+  EXPECT_EQ(sums, 4);     // one sum per gradient
+  // Without loss scaling, none of it.
+  options.loss_scaling = false;
+  const ir::Graph plain = buildTrainingGraph(model, options);
+  for (const ir::Tensor& tensor : plain.tensors()) EXPECT_EQ(tensor.name.find("loss_scale"), std::string::npos);
+}
+
 TEST(PrecisionPolicy, NamesAndTheirErrors) {
   EXPECT_EQ(parsePrecisionPolicy("float32"), PrecisionPolicy::kFloat32);
   EXPECT_EQ(parsePrecisionPolicy("mixed_bfloat16"), PrecisionPolicy::kMixedBfloat16);
@@ -111,7 +161,10 @@ TEST(PrecisionPolicy, NamesAndTheirErrors) {
     }
     return ErrorKind::kInternal;
   };
-  EXPECT_EQ(kind("mixed_float16"), ErrorKind::kUnsupported);
+  EXPECT_EQ(parsePrecisionPolicy("mixed_float16"), PrecisionPolicy::kMixedFloat16);
+  EXPECT_STREQ(precisionPolicyName(PrecisionPolicy::kMixedFloat16), "mixed_float16");
+  EXPECT_TRUE(needsLossScaling(PrecisionPolicy::kMixedFloat16));
+  EXPECT_FALSE(needsLossScaling(PrecisionPolicy::kMixedBfloat16));
   EXPECT_EQ(kind("int8"), ErrorKind::kUnsupported);
   EXPECT_EQ(kind("bf16"), ErrorKind::kInvalidConfig);
 }
