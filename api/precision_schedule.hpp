@@ -27,7 +27,7 @@ struct PrecisionPhase {
 std::vector<PrecisionPhase> parsePrecisionSchedule(const std::string& text);
 
 // Runs `request` once per phase under that phase's policy. The outcome is the last phase's,
-// its report with a "precision_schedule" section (docs/report.md). A request that also sets
+// its report with a "precision_schedule" section (docs/report-schema.md). A request that also sets
 // --precision, --steps, --strategy or --functional is refused (kInvalidConfig or kUnsupported).
 RunOutcome runPrecisionSchedule(const RunRequest& request);
 

@@ -1,4 +1,4 @@
-// Cost of the files beside report.json (docs/report.md, "Files of a run") on one training
+// Cost of the files beside report.json (docs/report-schema.md, "Files of a run") on one training
 // step of ResNet-50 at batch 32 on tpuv4 (119,249 instructions): each view made from
 // the report, and the memory timeline made from the Program and the simulated timeline.
 // Items are instructions. Run: build/bench/report_views_bench (figures depend on the

@@ -1,4 +1,4 @@
-// report.json's "cmem" part (docs/report.md, "cmem"): CMEM's mode and geometry,
+// report.json's "cmem" part (docs/report-schema.md, "cmem"): CMEM's mode and geometry,
 // its hits, misses and bytes, and what loading parameters cost the DMA engines,
 // so runs with CMEM off, in cache mode and in software mode compare directly.
 #pragma once

@@ -1,4 +1,4 @@
-// The CSV files written next to report.json (docs/report.md, "CSV files"): the same
+// The CSV files written next to report.json (docs/report-schema.md, "CSV files"): the same
 // figures as report.json's tables, one row per entry, for spreadsheets and pandas.
 #pragma once
 

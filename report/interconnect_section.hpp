@@ -1,5 +1,5 @@
 // report.json's "interconnect" section (runs on an ICI slice) and links.csv, one row
-// per directed link for a heatmap. docs/report.md documents the fields.
+// per directed link for a heatmap. docs/report-schema.md documents the fields.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// report.json's "memory_timeline" (docs/report.md, "memory_timeline"): HBM held by the
+// report.json's "memory_timeline" (docs/report-schema.md, "memory_timeline"): HBM held by the
 // step's tensors over time, from the memory plan's addresses and the instruction
 // timeline: the memory plan's liveness (from the op that writes a tensor to the last op
 // that reads it) played out in time, each op standing for its span (its first

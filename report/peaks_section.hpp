@@ -1,4 +1,4 @@
-// report.json's "peaks" part (docs/report.md, "peaks"): the chip's compute and HBM
+// report.json's "peaks" part (docs/report-schema.md, "peaks"): the chip's compute and HBM
 // bandwidth ceilings from the preset, the roofs of the roofline in report.html, so a
 // saved report.json is enough to draw it.
 #pragma once

@@ -1,5 +1,5 @@
 // report.json: the stable, versioned result of one simulated step
-// (docs/report.md documents every field). Built only from the Program and
+// (docs/report-schema.md documents every field). Built only from the Program and
 // the stats registry and timeline of the run.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The files beside report.json in a run directory (docs/report.md, "Files of a run"):
+// The files beside report.json in a run directory (docs/report-schema.md, "Files of a run"):
 // per_op.csv, layers.csv, units.csv, timeline.csv, trace.json, report.html and, for a run on
 // an ICI slice, links.csv, all made
 // from report.json alone, so `tpusim run` writes them and `tpusim report DIR` remakes them.

@@ -1,5 +1,5 @@
 // trace.json: the instruction timeline as Chrome trace-event JSON, which loads in
-// ui.perfetto.dev and chrome://tracing (docs/report.md, "trace.json"). One process per
+// ui.perfetto.dev and chrome://tracing (docs/report-schema.md, "trace.json"). One process per
 // chip, one thread (track) per execution unit; a DMA engine with transfers in flight at
 // once gets one extra track per transfer it overlaps ("chip0.core0.dma0 #1"), because a
 // track shows only nested slices. One complete ("X") event per instruction, its time

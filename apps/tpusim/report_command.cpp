@@ -1,5 +1,5 @@
 // `tpusim report RUN_DIR`: remakes the CSVs, trace.json and report.html of a run
-// directory from its report.json (docs/report.md, "Files of a run").
+// directory from its report.json (docs/report-schema.md, "Files of a run").
 #include <iostream>
 
 #include <boost/program_options.hpp>
