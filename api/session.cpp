@@ -19,6 +19,7 @@
 #include "frontend/train/training_graph.hpp"
 #include "reference/cpu/cpu_executor.hpp"
 #include "report/report.hpp"
+#include "report/step_breakdown.hpp"
 #include "sim/chip/driver.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
@@ -291,6 +292,8 @@ RunOutcome runRequest(const RunRequest& request) {
                                RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
   if (request.steps > 0) {
     outcome.report["host"] = runHostSteps(hw, outcome.report, request.steps, *result.stats);
+    addHostInputStall(outcome.report["step_breakdown"],
+                      outcome.report["host"]["input_stall_cycles"].get<uint64_t>() / request.steps);
     outcome.report["stats"] = statsEntries(*result.stats);  // with the host's
   }
   if (!request.strategy.empty()) {

@@ -11,6 +11,7 @@
 #include "report/interconnect_section.hpp"
 #include "report/memory_timeline.hpp"
 #include "report/peaks_section.hpp"
+#include "report/step_breakdown.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -353,6 +354,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);
   if (result.ici) report["interconnect"] = interconnectEntry(program, result);
+  report["step_breakdown"] = stepBreakdownSection(stepBreakdown(chip, result.timeline, result.total_cycles));
   report["peaks"] = peaksSection(hw);
 
   report["stats"] = statsEntries(*result.stats);
@@ -413,6 +415,17 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   }
   std::snprintf(line, sizeof(line), "busiest unit %s (%.1f%% of the step)\n", busiest.c_str(), highest * 100.0);
   out << line;
+  if (report.contains("step_breakdown")) {
+    const auto& shares = report["step_breakdown"]["shares"];
+    std::snprintf(line, sizeof(line),
+                  "step split   compute %.1f%%, exposed memory %.1f%%, exposed communication %.1f%%, host stall "
+                  "%.1f%%, idle %.1f%%: %s\n",
+                  shares["compute"].get<double>() * 100.0, shares["exposed_memory"].get<double>() * 100.0,
+                  shares["exposed_communication"].get<double>() * 100.0,
+                  shares["host_input_stall"].get<double>() * 100.0, shares["idle"].get<double>() * 100.0,
+                  report["step_breakdown"]["bottleneck"].get<std::string>().c_str());
+    out << line;
+  }
   if (report.contains("memory") && report["memory"]["peak_bytes"].get<uint64_t>() > 0) {
     const auto& memory = report["memory"];
     const double gib = 1024.0 * 1024.0 * 1024.0;
