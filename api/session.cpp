@@ -2,6 +2,7 @@
 
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
+#include "api/parallel_degrees.hpp"
 #include "api/ps_run.hpp"
 
 #include <chrono>
@@ -92,6 +93,15 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
   lower.topology = sliceOf(request, hw);
+  const ParallelDegrees degrees = parallelDegreesOf(request, lower.topology);
+  if (degrees.pp > 1) {
+    throw Error(ErrorKind::kUnsupported, "--pp " + std::to_string(degrees.pp) + ": pipeline parallelism is not supported yet");
+  }
+  if (degrees.tp > 1 && request.precision != "float32") {
+    throw Error(ErrorKind::kUnsupported, "--tp splits float32 weights; --precision " + request.precision +
+                                             " with tensor parallelism is not supported");
+  }
+  lower.tensor_parallel = degrees.tp;
   if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
     throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
   }
