@@ -11,13 +11,12 @@ namespace {
 void checkDegree(const char* flag, int64_t degree, int64_t chips, const std::optional<Topology>& slice) {
   if (degree < 1) throw Error(ErrorKind::kInvalidConfig, std::string(flag) + " must be >= 1");
   if (degree > 1 && !slice) {
-    throw Error(ErrorKind::kInvalidConfig, std::string(flag) + " " + std::to_string(degree) +
-                                               " needs an ICI slice of its chips (--topology)");
+    throw Error(ErrorKind::kInvalidConfig,
+                std::string(flag) + " " + std::to_string(degree) + " needs an ICI slice of its chips (--topology)");
   }
   if (chips % degree != 0) {
     throw Error(ErrorKind::kInvalidConfig, std::string(flag) + " " + std::to_string(degree) + " does not divide the " +
-                                               std::to_string(chips) + " chips of --topology " +
-                                               slice->shapeString());
+                                               std::to_string(chips) + " chips of --topology " + slice->shapeString());
   }
 }
 
@@ -32,9 +31,9 @@ ParallelDegrees parallelDegreesOf(const RunRequest& request, const std::optional
   const int64_t rest = degrees.tp * degrees.pp;
   if (degrees.dp == 0) {
     if (chips % rest != 0) {
-      throw Error(ErrorKind::kInvalidConfig, "--tp " + std::to_string(degrees.tp) + " x --pp " +
-                                                 std::to_string(degrees.pp) + " does not divide the " +
-                                                 std::to_string(chips) + " chips of --topology " + slice->shapeString());
+      throw Error(ErrorKind::kInvalidConfig,
+                  "--tp " + std::to_string(degrees.tp) + " x --pp " + std::to_string(degrees.pp) +
+                      " does not divide the " + std::to_string(chips) + " chips of --topology " + slice->shapeString());
     }
     degrees.dp = chips / rest;
   }

@@ -15,7 +15,9 @@ struct Refused {
   std::string reason;
 };
 
-int rankOf(const Shape& shape) { return static_cast<int>(shape.size()); }
+int rankOf(const Shape& shape) {
+  return static_cast<int>(shape.size());
+}
 
 class Propagation {
  public:
@@ -57,8 +59,8 @@ class Propagation {
     if (a < 0) return;
     const int64_t dim = shape(t)[static_cast<size_t>(a)];
     if (dim % m_parts != 0) {
-      throw Refused{name(t) + " dimension " + std::to_string(a) + " (" + std::to_string(dim) +
-                    ") does not divide by " + std::to_string(m_parts)};
+      throw Refused{name(t) + " dimension " + std::to_string(a) + " (" + std::to_string(dim) + ") does not divide by " +
+                    std::to_string(m_parts)};
     }
   }
   void set(int t, int a) {
@@ -187,7 +189,8 @@ class Propagation {
       throw Refused{"reduces over the split dimension"};
     }
     int o = axis(x);
-    if (!op.keepdims) o -= static_cast<int>(std::count_if(op.perm.begin(), op.perm.end(), [&](int64_t d) { return d < axis(x); }));
+    if (!op.keepdims)
+      o -= static_cast<int>(std::count_if(op.perm.begin(), op.perm.end(), [&](int64_t d) { return d < axis(x); }));
     output(op, o);
   }
 
@@ -284,7 +287,7 @@ std::optional<SplitPlan> propagateSplits(const ir::Graph& graph, int64_t parts, 
   } catch (const Refused& refused) {
     if (failure != nullptr) {
       const ir::Op* op = propagation ? propagation->op() : nullptr;
-      *failure = {op != nullptr ? op->name : std::string("seed"), refused.reason};
+      *failure = {op != nullptr ? op->name : std::string(), refused.reason};
     }
     return std::nullopt;
   }

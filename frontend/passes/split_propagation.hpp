@@ -43,7 +43,7 @@ struct SplitPlan {
 };
 
 struct SplitFailure {
-  std::string op;
+  std::string op;  // empty when a seed itself does not divide
   std::string reason;
 };
 

@@ -1,6 +1,7 @@
 #include "frontend/passes/tensor_parallel.hpp"
 
 #include <map>
+#include <optional>
 
 #include "frontend/passes/all_reduce_insertion.hpp"
 #include "frontend/passes/split_propagation.hpp"
@@ -67,7 +68,7 @@ ir::Graph splitTensorParallel(const ir::Graph& graph, int64_t tp, TensorParallel
   SplitPlan plan;
   plan.axis.assign(graph.tensors().size(), kWholeTensor);
   std::vector<bool> tried(matmuls.size(), false);
-  SplitFailure first_failure;
+  std::optional<SplitFailure> first_failure;
   for (size_t i = 0; i < matmuls.size(); ++i) {
     if (tried[i] || plan.axis[static_cast<size_t>(matmuls[i].activation)] >= 0) continue;
     // Every matmul of the same activation, tried together.
@@ -81,13 +82,15 @@ ir::Graph splitTensorParallel(const ir::Graph& graph, int64_t tp, TensorParallel
     if (std::optional<SplitPlan> accepted = propagateSplits(graph, tp, trial, &failure)) {
       seeds = std::move(trial);
       plan = std::move(*accepted);
-    } else if (first_failure.op.empty()) {
+    } else if (!first_failure) {
       first_failure = failure;
     }
   }
   if (seeds.empty()) {
-    std::string why = matmuls.empty() ? "it has no matmul by a weight"
-                                      : "op '" + first_failure.op + "': " + first_failure.reason;
+    std::string why = "it has no matmul by a weight";
+    if (first_failure) {
+      why = (first_failure->op.empty() ? "" : "op '" + first_failure->op + "': ") + first_failure->reason;
+    }
     throw Error(ErrorKind::kUnsupported,
                 "tensor parallel over " + std::to_string(tp) + " chips: no matmul pair splits evenly (" + why + ")");
   }

@@ -50,10 +50,10 @@ struct PipelineTask {
 };
 
 struct StageOutcome {
-  uint64_t busy_ps = 0;                 // M x (forward + backward)
-  uint64_t idle_ps = 0;                 // step - busy
-  uint32_t peak_in_flight = 0;          // most micro-batches between their F start and B end at once
-  uint64_t peak_activation_bytes = 0;   // peak_in_flight x activation_bytes
+  uint64_t busy_ps = 0;                // M x (forward + backward)
+  uint64_t idle_ps = 0;                // step - busy
+  uint32_t peak_in_flight = 0;         // most micro-batches between their F start and B end at once
+  uint64_t peak_activation_bytes = 0;  // peak_in_flight x activation_bytes
 };
 
 struct PipelineOutcome {
