@@ -102,9 +102,9 @@ void Lowerer::emitBucket() {
     finish(*op, {{whole(op->outputs[0]), collective_id}});
     m_pending_reductions.push_back({op, collective_id, elements});
     std::string tiling = std::string("all_reduce ") + allReduceAlgorithmName(algorithm) + " over " +
-                         std::to_string(op->replicas) + " replicas" +
-                         (op->group_stride > 1 ? " " + std::to_string(op->group_stride) + " chips apart" : "") +
-                         ", " + std::to_string(elements) + " elements added per chip";
+                         std::to_string(op->replicas) + " replicas";
+    if (op->group_stride > 1) tiling.append(" ").append(std::to_string(op->group_stride)).append(" chips apart");
+    tiling.append(", ").append(std::to_string(elements)).append(" elements added per chip");
     if (m_bucket.size() > 1) {
       tiling += ", in a bucket of " + std::to_string(m_bucket.size()) + " gradients (" + std::to_string(bytes) +
                 " bytes) led by " + first.name;
