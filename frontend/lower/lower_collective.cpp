@@ -42,8 +42,9 @@ void Lowerer::lowerCollective(const ir::Op& op) {
     throw Error(ErrorKind::kUnsupported, "only summing all-reduces run on the interconnect");
   }
   if (!m_topology || m_topology->numChips() % (op.replicas * op.group_stride) != 0) {
-    throw Error(ErrorKind::kInvalidConfig, "an all-reduce across " + std::to_string(op.replicas) +
-                                               " replicas needs an ICI slice of a multiple of as many chips (--topology)");
+    throw Error(ErrorKind::kInvalidConfig,
+                "an all-reduce across " + std::to_string(op.replicas) +
+                    " replicas needs an ICI slice of a multiple of as many chips (--topology)");
   }
   const DType dtype = m_graph.tensor(op.inputs[0]).dtype;
   // A bucket holds one dtype and one group shape.

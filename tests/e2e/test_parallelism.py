@@ -68,3 +68,15 @@ def test_bad_degrees_give_one_line_errors(tpusim_bin, mlp_path, tmp_path, args, 
     assert result.returncode == code, result.stderr
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_a_saved_program_keeps_its_tensor_parallel_degree(tpusim_bin, mlp_path, tmp_path):
+    saved = tmp_path / "mlp_tp2.tpuprog"
+    result = run(tpusim_bin, "compile", mlp_path, "--topology", "2x2x1", "--tp", "2", "-o", str(saved))
+    assert result.returncode == 0, result.stderr
+    report = report_of(tpusim_bin, tmp_path, "saved", str(saved))
+    assert report["parallelism"] == {"dp": 2, "tp": 2, "pp": 1}
+    again = run(tpusim_bin, "run", str(saved), "--tp", "4", "--out", str(tmp_path / "bad"))
+    assert again.returncode == 2
+    assert f"--tp 4 does not match {saved}, compiled for --tp 2; recompile the model" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
