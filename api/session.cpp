@@ -2,6 +2,7 @@
 
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
+#include "api/parallel_degrees.hpp"
 #include "api/precision_schedule.hpp"
 #include "api/ps_run.hpp"
 
@@ -78,6 +79,12 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
                   request.model_path + " was compiled for " + program.mode() + ", not " + *request.mode);
     }
     checkSavedSlice(request, program, hw);
+    const uint32_t saved_tp = program.tensor_parallel() < 1 ? 1 : program.tensor_parallel();
+    if (request.tensor_parallel != 1 && static_cast<uint32_t>(request.tensor_parallel) != saved_tp) {
+      throw Error(ErrorKind::kInvalidConfig, "--tp " + std::to_string(request.tensor_parallel) + " does not match " +
+                                                 request.model_path + ", compiled for --tp " +
+                                                 std::to_string(saved_tp) + "; recompile the model");
+    }
     if (program.target_hw() != hw.name()) {
       spdlog::warn("{} was compiled for {}; running it on {}", request.model_path, program.target_hw(), hw.name());
     }
@@ -95,6 +102,16 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.matmul_precision = request.matmul_precision;
   lower.tiling_objective = request.tiling_objective;
   lower.topology = sliceOf(request, hw);
+  const ParallelDegrees degrees = parallelDegreesOf(request, lower.topology);
+  if (degrees.pp > 1) {
+    throw Error(ErrorKind::kUnsupported,
+                "--pp " + std::to_string(degrees.pp) + ": pipeline parallelism is not supported yet");
+  }
+  if (degrees.tp > 1 && request.precision != "float32") {
+    throw Error(ErrorKind::kUnsupported, "--tp splits float32 weights; --precision " + request.precision +
+                                             " with tensor parallelism is not supported");
+  }
+  lower.tensor_parallel = degrees.tp;
   if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
     throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
   }

@@ -30,6 +30,12 @@ struct RunRequest {
   // With a topology: consecutive gradient all-reduces share one collective of up to this many
   // MiB (0: one per gradient).
   double all_reduce_bucket_mib = 0;
+  // Parallelism degrees over the slice (api/parallel_degrees.hpp, docs/strategies.md):
+  // data (0: whatever the others leave), tensor (Megatron matmul pairs over consecutive
+  // chips) and pipeline (contiguous stages of layers). Their product is the chip count.
+  int64_t data_parallel = 0;
+  int64_t tensor_parallel = 1;
+  int64_t pipeline_parallel = 1;
   ParamOverrides overrides;         // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
   // gradient accumulation and rematerialization. Checked by buildTrainingGraph.

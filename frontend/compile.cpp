@@ -10,18 +10,21 @@
 #include "frontend/passes/memory_plan.hpp"
 #include "frontend/passes/mxu_padding.hpp"
 #include "frontend/passes/placement.hpp"
+#include "frontend/passes/tensor_parallel.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
 
 namespace {
 
-PassManager graphPasses(const HardwareParams& hw, int64_t replicas) {
+// `replicas`: the data-parallel degree; `tp`: the tensor-parallel one (chips per group).
+PassManager graphPasses(const HardwareParams& hw, int64_t replicas, int64_t tp) {
   PassManager passes;
   const int64_t rows = hw.config().mxu().rows(), cols = hw.config().mxu().cols();
   passes.add("constant_fold", constantFold);
   passes.add("dead_code", [](const ir::Graph& g) { return g.withoutDeadOps(); });
-  passes.add("data_parallel", [replicas](const ir::Graph& g) { return allReduceGradients(g, replicas); });
+  passes.add("tensor_parallel", [tp](const ir::Graph& g) { return splitTensorParallel(g, tp); });
+  passes.add("data_parallel", [replicas, tp](const ir::Graph& g) { return allReduceGradients(g, replicas, tp); });
   passes.add("fuse_elementwise", fuseElementwise);
   passes.add("placement", placeOps);
   passes.add("mxu_padding", [rows, cols](const ir::Graph& g) { return padToMxuTile(g, rows, cols); });
@@ -31,7 +34,7 @@ PassManager graphPasses(const HardwareParams& hw, int64_t replicas) {
 }  // namespace
 
 std::vector<std::string> compilerPassNames() {
-  std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4"), 1).names();
+  std::vector<std::string> names = graphPasses(HardwareParams::load("tpuv4"), 1, 1).names();
   names.push_back("memory_plan");
   names.push_back("lower");
   names.push_back("cmem_placement");
@@ -41,7 +44,8 @@ std::vector<std::string> compilerPassNames() {
 Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const LowerOptions& options,
                       const CompileOptions& compile) {
   Compiled compiled;
-  const PassManager passes = graphPasses(hw, options.topology ? options.topology->numChips() : 1);
+  const int64_t chips = options.topology ? options.topology->numChips() : 1;
+  const PassManager passes = graphPasses(hw, chips / options.tensor_parallel, options.tensor_parallel);
   const std::vector<std::string> known = compilerPassNames();
   for (const std::string& name : compile.print_ir_after) {
     if (name == "all" || std::find(known.begin(), known.end(), name) != known.end()) continue;

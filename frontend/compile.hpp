@@ -3,6 +3,7 @@
 //
 //   constant_fold     transposes into matmul flags, identities, chains (passes/constant_fold.hpp)
 //   dead_code         drop ops nothing reads
+//   tensor_parallel   split matmul pairs over the chips of a group (passes/tensor_parallel.hpp)
 //   data_parallel     all-reduce each weight gradient across the replicas (passes/data_parallel.hpp)
 //   fuse_elementwise  elementwise chains behind their producer (passes/fusion.hpp)
 //   placement         the unit of each op (passes/placement.hpp)

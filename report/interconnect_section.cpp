@@ -44,6 +44,23 @@ uint64_t exposedCommunicationCycles(const program::Program& program, const Timel
   return lengthOutside(unionOf(std::move(communication)), unionOf(std::move(compute)));
 }
 
+namespace {
+
+uint32_t tensorParallelOf(const program::Program& program) {
+  return program.tensor_parallel() < 1 ? 1 : program.tensor_parallel();
+}
+
+}  // namespace
+
+nlohmann::ordered_json parallelismEntry(const program::Program& program) {
+  nlohmann::ordered_json entry;
+  const uint32_t chips = program.replicas() < 1 ? 1 : program.replicas();
+  entry["dp"] = chips / tensorParallelOf(program);
+  entry["tp"] = tensorParallelOf(program);
+  entry["pp"] = 1;
+  return entry;
+}
+
 nlohmann::ordered_json interconnectEntry(const program::Program& program, const SimResult& result) {
   if (!result.ici) throw Error(ErrorKind::kInternal, "report: an interconnect section needs a run on a slice");
   const IciResult& ici = *result.ici;
@@ -55,7 +72,8 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   entry["shape"] = topology.shapeString();
   entry["chips"] = topology.numChips();
   entry["replicas"] = program.replicas();
-  entry["global_batch"] = program.batch() * program.replicas();
+  // Tensor-parallel chips share their examples: a batch per data-parallel replica.
+  entry["global_batch"] = program.batch() * (program.replicas() / tensorParallelOf(program));
   entry["link_bandwidth_gbps"] = ici.link.bandwidth_bytes_per_s / 1e9;
   entry["directed_links"] = topology.numLinks();
 
@@ -103,6 +121,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
     record["algorithm"] = algorithmName(c.algorithm());
     record["bytes"] = c.bytes();
     record["replicas"] = c.replicas();
+    record["group_stride"] = c.group_stride() < 1 ? 1 : c.group_stride();
     record["start_cycle"] = event.start_cycle;
     record["end_cycle"] = event.end_cycle;
     record["time_s"] = static_cast<double>(event.end_cycle - event.start_cycle) / result.clock_hz;

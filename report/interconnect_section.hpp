@@ -15,6 +15,9 @@ namespace tpusim {
 // Requires result.ici.
 nlohmann::ordered_json interconnectEntry(const program::Program& program, const SimResult& result);
 
+// The parallelism degrees of a run on a slice: {"dp", "tp", "pp"} (dp x tp x pp = chips).
+nlohmann::ordered_json parallelismEntry(const program::Program& program);
+
 // Cycles in which chip 0 has a collective in flight and none of its MXUs, VPUs or DMA
 // engines is busy: the communication the step does not hide behind compute.
 uint64_t exposedCommunicationCycles(const program::Program& program, const Timeline& timeline);

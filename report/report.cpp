@@ -354,6 +354,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);
   if (result.ici) report["interconnect"] = interconnectEntry(program, result);
+  if (result.ici) report["parallelism"] = parallelismEntry(program);
   report["step_breakdown"] = stepBreakdownSection(stepBreakdown(chip, result.timeline, result.total_cycles));
   report["peaks"] = peaksSection(hw);
 

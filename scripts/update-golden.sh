@@ -21,6 +21,9 @@ done
 # data_parallel changes the graph only over a slice of several chips.
 "$bin" compile traces/mlp.onnx --batch 4 --topology 2x2x2 -o "$out/mlp.tpuprog" --print-ir-after data_parallel \
   2> tests/golden/passes/mlp_data_parallel.txt > /dev/null
+# tensor_parallel splits the matmul pair over 2 of the slice's 8 chips.
+"$bin" compile traces/mlp.onnx --batch 4 --topology 2x2x2 --tp 2 -o "$out/mlp.tpuprog" --print-ir-after tensor_parallel \
+  2> tests/golden/passes/mlp_tensor_parallel.txt > /dev/null
 # The IR after constant_fold on a trained MLP with exported-style transposes.
 TPUSIM_UPDATE_GOLDEN=1 "$build/tests/lowering_test" --gtest_filter='ConstantFold.GoldenIrOfATrainedMlp' >/dev/null
 # The input-bound table of docs/host.md.

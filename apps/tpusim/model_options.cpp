@@ -21,6 +21,12 @@ po::options_description modelOptions(ModelOptions& o) {
       "gradients all-reduced (docs/interconnect.md)")(
       "all-reduce-bucket-mib", po::value(&o.training.all_reduce_bucket_mib)->default_value(0),
       "with --topology: consecutive gradient all-reduces share one collective of up to this many MiB (0: one each)")(
+      "dp", po::value(&o.training.data_parallel)->default_value(0, "chips / (tp x pp)"),
+      "with --topology: data-parallel degree (docs/strategies.md)")(
+      "tp", po::value(&o.training.tensor_parallel)->default_value(1),
+      "with --topology: tensor-parallel degree, Megatron matmul pairs split over consecutive chips")(
+      "pp", po::value(&o.training.pipeline_parallel)->default_value(1),
+      "with --topology: pipeline-parallel degree (not supported yet)")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off")(

@@ -182,6 +182,7 @@ struct Op {
   PoolGeometry pool;                                 // Pool and its gradient
   CompareDirection compare = CompareDirection::kEq;  // Compare
   int64_t replicas = 1;                              // AllReduce: the replica group's size
+  int64_t group_stride = 1;  // AllReduce: chip ids between consecutive members of a group (1: consecutive chips)
 
   // Compiler annotations, set by frontend/passes (not by the builders).
   int fusion_group = -1;  // index of the op leading the fusion group this op is in, or -1
@@ -298,6 +299,9 @@ class Graph {
   // still be topological; throws otherwise), and access to the ops' annotations.
   Graph reordered(const std::vector<size_t>& order) const;
   Op& annotate(size_t op) { return m_ops.at(op); }
+  // For passes that split tensors over chips (tensor_parallel): gives a tensor a new
+  // shape of its dtype. The caller keeps every op that reads or writes it consistent.
+  void setShape(int tensor, Shape shape) { m_tensors.at(static_cast<size_t>(tensor)).shape = std::move(shape); }
   // Removes the ops whose outputs nothing reads (and that are not outputs, losses or in-place updates).
   Graph withoutDeadOps() const;
 

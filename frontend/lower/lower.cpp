@@ -405,6 +405,7 @@ program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, 
     result.set_replicas(static_cast<uint32_t>(options.topology->numChips()));
     result.set_topology_kind(topologyKindName(options.topology->kind()));
     result.set_topology_shape(options.topology->shapeString());
+    if (options.tensor_parallel > 1) result.set_tensor_parallel(static_cast<uint32_t>(options.tensor_parallel));
   }
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);

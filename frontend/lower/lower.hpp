@@ -39,6 +39,10 @@ struct LowerOptions {
   // Consecutive gradient all-reduces share one collective until it holds this many bytes
   // (0: one collective per gradient).
   uint64_t all_reduce_bucket_bytes = 0;
+  // Tensor parallel: the slice's chips in groups of this many consecutive ones, each
+  // group holding one split copy of the model (frontend/passes/tensor_parallel.hpp);
+  // the data-parallel replicas are the groups. Must divide the slice's chip count.
+  int64_t tensor_parallel = 1;
 };
 
 // 1, 3 or 6 for "default", "high", "highest"; anything else is an invalid-config error.

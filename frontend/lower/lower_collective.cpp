@@ -20,6 +20,7 @@
 #include "frontend/lower/lowerer.hpp"
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
+#include "sim/interconnect/replica_groups.hpp"
 
 namespace tpusim::lowering {
 
@@ -40,12 +41,20 @@ void Lowerer::lowerCollective(const ir::Op& op) {
   if (op.type != ir::OpType::kAllReduce || op.reduction != ir::Reduction::kSum) {
     throw Error(ErrorKind::kUnsupported, "only summing all-reduces run on the interconnect");
   }
-  if (!m_topology || op.replicas != m_topology->numChips()) {
-    throw Error(ErrorKind::kInvalidConfig, "an all-reduce across " + std::to_string(op.replicas) +
-                                               " replicas needs an ICI slice of as many chips (--topology)");
+  if (!m_topology || m_topology->numChips() % (op.replicas * op.group_stride) != 0) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "an all-reduce across " + std::to_string(op.replicas) +
+                    " replicas needs an ICI slice of a multiple of as many chips (--topology)");
   }
   const DType dtype = m_graph.tensor(op.inputs[0]).dtype;
-  if (!m_bucket.empty() && m_graph.tensor(m_bucket[0]->inputs[0]).dtype != dtype) emitBucket();
+  // A bucket holds one dtype and one group shape.
+  if (!m_bucket.empty()) {
+    const ir::Op& head = *m_bucket[0];
+    if (m_graph.tensor(head.inputs[0]).dtype != dtype || head.replicas != op.replicas ||
+        head.group_stride != op.group_stride) {
+      emitBucket();
+    }
+  }
   m_bucket.push_back(&op);
   m_bucket_bytes += m_graph.tensor(op.inputs[0]).bytes();
   if (m_bucket_bytes >= m_bucket_limit) emitBucket();
@@ -56,7 +65,8 @@ void Lowerer::emitBucket() {
   const ir::Op& first = *m_bucket[0];
   const DType dtype = m_graph.tensor(first.inputs[0]).dtype;
   const uint64_t bytes = m_bucket_bytes;
-  const AllReduceAlgorithm algorithm = allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm());
+  const AllReduceAlgorithm algorithm = groupAlgorithm(*m_topology, first.replicas, first.group_stride,
+                                                      allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm()));
 
   program::Instruction& ins = newInstruction(first, "all_reduce", program::ICI, 0, 0);
   program::Collective* collective = ins.mutable_collective();
@@ -65,6 +75,7 @@ void Lowerer::emitBucket() {
   collective->set_dtype(toProgramDType(dtype));
   collective->set_replicas(static_cast<uint32_t>(first.replicas));
   collective->set_algorithm(toProgramAlgorithm(algorithm));
+  if (first.group_stride > 1) collective->set_group_stride(static_cast<uint32_t>(first.group_stride));
   ins.set_bytes(bytes);
   std::vector<uint32_t> deps;
   for (const ir::Op* op : m_bucket) {
@@ -83,7 +94,8 @@ void Lowerer::emitBucket() {
 
   // This chip is replica 0; by symmetry every replica adds as much (uneven chunks aside).
   // A bucket's adds are shared out by the members' bytes.
-  const uint64_t reduced = allReduceReducedBytes(*m_topology, bytes, algorithm, 0);
+  const uint64_t reduced = groupReducedBytes(*m_topology, first.replicas, first.group_stride, bytes,
+                                             allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm()));
   for (const ir::Op* op : m_bucket) {
     const uint64_t member = m_graph.tensor(op->inputs[0]).bytes();
     const uint64_t elements = fractionOf(reduced, member, bytes) / dtypeBytes(dtype);
@@ -91,8 +103,9 @@ void Lowerer::emitBucket() {
     finish(*op, {{whole(op->outputs[0]), collective_id}});
     m_pending_reductions.push_back({op, collective_id, elements});
     std::string tiling = std::string("all_reduce ") + allReduceAlgorithmName(algorithm) + " over " +
-                         std::to_string(op->replicas) + " replicas, " + std::to_string(elements) +
-                         " elements added per chip";
+                         std::to_string(op->replicas) + " replicas";
+    if (op->group_stride > 1) tiling.append(" ").append(std::to_string(op->group_stride)).append(" chips apart");
+    tiling.append(", ").append(std::to_string(elements)).append(" elements added per chip");
     if (m_bucket.size() > 1) {
       tiling += ", in a bucket of " + std::to_string(m_bucket.size()) + " gradients (" + std::to_string(bytes) +
                 " bytes) led by " + first.name;

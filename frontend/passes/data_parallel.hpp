@@ -15,6 +15,8 @@
 
 namespace tpusim {
 
-ir::Graph allReduceGradients(const ir::Graph& graph, int64_t replicas);
+// The replicas are `replicas` chips `stride` apart: with tensor parallelism of degree T the
+// data-parallel group of chip 0 is chips 0, T, 2T, ... (frontend/passes/tensor_parallel.hpp).
+ir::Graph allReduceGradients(const ir::Graph& graph, int64_t replicas, int64_t stride = 1);
 
 }  // namespace tpusim

@@ -4,6 +4,7 @@
 
 #include "sim/chip/program_check.hpp"
 #include "sim/common/error.hpp"
+#include "sim/interconnect/replica_groups.hpp"
 
 namespace tpusim {
 
@@ -32,7 +33,6 @@ Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology&
       m_network(topology, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing())),
       m_ocs_config(ocsConfigOf(hw)),
       m_ocs(topology.numChips() > 1 ? wireSlice(topology, m_ocs_config) : OcsWiring{}),
-      m_replicas(allChips(topology)),
       m_period_ps(context.clock->period().value()) {
   m_network.setRecycling(true);
   const auto ocs_ps = static_cast<uint64_t>(std::llround(m_ocs_config.insertion_latency_ns * 1e3));
@@ -48,7 +48,11 @@ void Pod::launch(const program::Instruction& instruction, IciUnit& unit) {
   const uint64_t now = nowPs();
   m_network.advanceTo(now);
   const GroupId group = m_network.openGroup();
-  allReduce(m_network, m_replicas, collective.bytes(), algorithmOf(collective), programDTypeBytes(collective.dtype()));
+  // By symmetry every group of the collective's shape starts it now (replica_groups.hpp).
+  const uint32_t stride = collective.group_stride() < 1 ? 1 : collective.group_stride();
+  for (const Group& members : replicaGroups(m_network.topology(), collective.replicas(), stride)) {
+    allReduce(m_network, members, collective.bytes(), algorithmOf(collective), programDTypeBytes(collective.dtype()));
+  }
   m_network.closeGroup();
   if (static_cast<size_t>(group) != m_launched.size()) throw Error(ErrorKind::kInternal, "ICI: group ids out of order");
   m_launched.push_back({&instruction, &unit, now});

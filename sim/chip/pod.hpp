@@ -64,7 +64,6 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
   Network m_network;
   OcsConfig m_ocs_config;
   OcsWiring m_ocs;
-  Group m_replicas;
   uint64_t m_period_ps;
   std::unique_ptr<Chip> m_chip;
   std::vector<Launched> m_launched;  // by group id

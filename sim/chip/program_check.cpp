@@ -129,9 +129,10 @@ void checkInstruction(const program::Program& program, const program::ChipProgra
       const uint32_t replicas = program.replicas() < 1 ? 1 : program.replicas();
       if (c.replicas() == 0) fail(where + " is a collective over an empty group (0 replicas)");
       if (replicas == 1) fail(where + " is a collective but the Program runs on one chip (no ICI slice)");
-      if (c.replicas() != replicas) {
-        fail(where + " spans " + std::to_string(c.replicas()) + " replicas but the Program runs on " +
-             std::to_string(replicas));
+      const uint32_t stride = c.group_stride() < 1 ? 1 : c.group_stride();
+      if (replicas % (static_cast<uint64_t>(c.replicas()) * stride) != 0) {
+        fail(where + " spans " + std::to_string(c.replicas()) + " replicas " + std::to_string(stride) +
+             " apart, which do not tile the Program's " + std::to_string(replicas));
       }
       break;
     }

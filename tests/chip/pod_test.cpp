@@ -56,6 +56,54 @@ TEST(PodCollectives, TorusAllReduceOnAnUncontendedTorusMatchesTheClosedForm) {
   EXPECT_DOUBLE_EQ(result.stats->value("ici.bytes"), 64.0 * 2 * (2 * 3 * (4.0 * kMiB / 8)) * (1 + 0.25 + 0.0625));
 }
 
+// Tensor parallel (frontend/passes/tensor_parallel.hpp): a collective over groups of 4
+// consecutive chips, the x lines of 4x4x4, runs in all 16 groups at once on disjoint links.
+TEST(PodCollectives, TensorParallelGroupAllReduceMatchesTheRingClosedForm) {
+  testing::ProgramBuilder b;
+  b.slice("3d_torus", "4x4x4", 64);
+  const uint32_t ar = b.allReduce(4 * kMiB, program::BIDIRECTIONAL_RING, {});
+  b.program().mutable_chips(0)->mutable_instructions(ar)->mutable_collective()->set_replicas(4);
+  const SimResult result = simulate(b.program(), testing::oneCoreAt1GHz());
+  // Bidirectional ring, p = 4 neighbours (the wraparound closes it), n = 4 MiB:
+  // 2(p-1)(alpha + (n/2p)/beta) = 6 x (1000 + 524288 / 50) = 6 x 11485.76 = 68,914.56 ns.
+  const double expected = 2 * 3 * (kAlphaNs + 4.0 * kMiB / (2 * 4) / kBytesPerNs);
+  EXPECT_NEAR(expected, 68914.56, 1e-6);
+  EXPECT_NEAR(cyclesOf(result, ar), expected, 0.01 * expected);
+  ASSERT_TRUE(result.ici);
+  // Every x link of every group carries 2 x 3 chunks of n/8 = 3 MiB; no y or z link is used.
+  for (ChipId chip = 0; chip < 64; ++chip) {
+    EXPECT_EQ(result.ici->links[Topology::linkId(chip, 0, +1)].bytes, 3 * kMiB);
+    EXPECT_EQ(result.ici->links[Topology::linkId(chip, 0, -1)].bytes, 3 * kMiB);
+    EXPECT_EQ(result.ici->links[Topology::linkId(chip, 1, +1)].bytes, 0u);
+    EXPECT_EQ(result.ici->links[Topology::linkId(chip, 2, -1)].bytes, 0u);
+  }
+}
+
+// The data-parallel groups beside tp = 4: chips 4 apart, the 16 chips of each y-z plane,
+// one bidirectional ring in member order; they never use an x link.
+TEST(PodCollectives, DataParallelGroupsBesideTensorParallelStayOffTheXLinks) {
+  testing::ProgramBuilder b;
+  b.slice("3d_torus", "4x4x4", 64);
+  const uint32_t ar = b.allReduce(kMiB, program::BIDIRECTIONAL_RING, {});
+  program::Collective* c = b.program().mutable_chips(0)->mutable_instructions(ar)->mutable_collective();
+  c->set_replicas(16);
+  c->set_group_stride(4);
+  const SimResult result = simulate(b.program(), testing::oneCoreAt1GHz());
+  ASSERT_TRUE(result.ici);
+  uint64_t x_bytes = 0, yz_bytes = 0;
+  for (ChipId chip = 0; chip < 64; ++chip) {
+    for (int dir : {+1, -1}) {
+      x_bytes += result.ici->links[Topology::linkId(chip, 0, dir)].bytes;
+      yz_bytes += result.ici->links[Topology::linkId(chip, 1, dir)].bytes;
+      yz_bytes += result.ici->links[Topology::linkId(chip, 2, dir)].bytes;
+    }
+  }
+  EXPECT_EQ(x_bytes, 0u);
+  EXPECT_GT(yz_bytes, 0u);
+  // No faster than the ring closed form over 16 neighbours: 2 x 15 x (alpha + n/32/beta).
+  EXPECT_GE(cyclesOf(result, ar), 2 * 15 * (kAlphaNs + kMiB / 32.0 / kBytesPerNs));
+}
+
 TEST(PodCollectives, RingAllReducesOnARingMatchTheirClosedForms) {
   // p = 8 neighbours in id order, n = 8 MiB: ring 2(p-1)(alpha + (n/p)/beta),
   // bidirectional 2(p-1)(alpha + (n/2p)/beta).
@@ -148,7 +196,7 @@ TEST(PodCollectives, BadSlicesAreOneLineErrors) {
   replicas.allReduce(kMiB, program::TORUS, {});
   replicas.program().set_replicas(8);
   EXPECT_NE(
-      simulateError(replicas.program(), testing::oneCoreAt1GHz()).find("spans 64 replicas but the Program runs on 8"),
+      simulateError(replicas.program(), testing::oneCoreAt1GHz()).find("spans 64 replicas 1 apart, which do not tile the Program's 8"),
       std::string::npos);
   testing::ProgramBuilder links;
   links.slice("3d_torus", "4x4x4", 64);

@@ -8,10 +8,11 @@ from test_cli import run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "golden" / "passes"
-PASSES = ["constant_fold", "dead_code", "data_parallel", "fuse_elementwise", "placement", "mxu_padding",
+PASSES = ["constant_fold", "dead_code", "tensor_parallel", "data_parallel", "fuse_elementwise", "placement", "mxu_padding",
           "memory_plan"]
 # data_parallel changes the graph only over a slice of several chips.
-PASS_ARGS = {"data_parallel": ["--topology", "2x2x2"]}
+# tensor_parallel: fc1 split by columns and fc2 by rows over 2 chips, fc2's output all-reduced.
+PASS_ARGS = {"data_parallel": ["--topology", "2x2x2"], "tensor_parallel": ["--topology", "2x2x2", "--tp", "2"]}
 
 
 @pytest.mark.parametrize("name", PASSES)
