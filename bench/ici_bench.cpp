@@ -22,7 +22,7 @@ void allReduceOnTorus(benchmark::State& state, tpusim::AllReduceAlgorithm algori
   const int k = static_cast<int>(state.range(0));
   const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
   const tpusim::IciLinkConfig links = tpuv4Links();
-  uint64_t simulated_ps = 0, transfers = 0, hops = 0;
+  uint64_t simulated_ps = 0, transfers = 0, hops = 0, model_bytes = 0;
   for (auto _ : state) {
     tpusim::Network net(torus, links);
     const tpusim::Collective c = tpusim::allReduce(net, tpusim::allChips(torus), kBytes, algorithm);
@@ -30,10 +30,13 @@ void allReduceOnTorus(benchmark::State& state, tpusim::AllReduceAlgorithm algori
     simulated_ps = c.finishTime(net);
     transfers = net.numTransfers();
     hops = net.numHops();
+    model_bytes = net.memoryBytes();
     benchmark::DoNotOptimize(simulated_ps);
   }
   state.counters["chips"] = static_cast<double>(torus.numChips());
   state.counters["transfers"] = static_cast<double>(transfers);
+  // The network model's own footprint (transfers, edges, events, links: Network::memoryBytes).
+  state.counters["model_MiB"] = static_cast<double>(model_bytes) / (1 << 20);
   state.counters["link_hops"] = static_cast<double>(hops);
   state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;
   state.counters["s_per_hop"] = benchmark::Counter(
@@ -51,7 +54,7 @@ void BM_TwoTorusAllReduces32MiB(benchmark::State& state) {
   const int k = static_cast<int>(state.range(0));
   const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
   const tpusim::IciLinkConfig links = tpuv4Links();
-  uint64_t simulated_ps = 0, hops = 0, max_queue_ps = 0;
+  uint64_t simulated_ps = 0, hops = 0, max_queue_ps = 0, model_bytes = 0;
   for (auto _ : state) {
     tpusim::Network net(torus, links);
     const tpusim::Group all = tpusim::allChips(torus);
@@ -64,8 +67,10 @@ void BM_TwoTorusAllReduces32MiB(benchmark::State& state) {
     for (tpusim::LinkId l = 0; l < torus.numLinkSlots(); ++l) {
       max_queue_ps = std::max(max_queue_ps, net.linkStats(l).max_queue_ps);
     }
+    model_bytes = net.memoryBytes();
     benchmark::DoNotOptimize(simulated_ps);
   }
+  state.counters["model_MiB"] = static_cast<double>(model_bytes) / (1 << 20);
   state.counters["chips"] = static_cast<double>(torus.numChips());
   state.counters["link_hops"] = static_cast<double>(hops);
   state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;

@@ -64,10 +64,13 @@ OcsWiring wireSlice(const Topology& slice, const OcsConfig& config) {
     needed *= n >= e ? n / e : 1;
     inside_one = inside_one && n < e;
   }
-  if (inside_one) return wiring;  // electrical links inside one cube
-  if (slice.kind() == TopologyKind::kTwistedTorus3d) {
-    throw Error(ErrorKind::kUnsupported, "a twisted torus through optical circuit switches is not modelled yet");
+  if (slice.kind() == TopologyKind::kTwistedTorus3d && slice.dim(0) % e != 0) {
+    // The twist's wrapping x and y links jump k chips along z: a cube's fixed electrical
+    // wiring has no such link, so k must span whole cubes and every wrap pass an OCS.
+    throw Error(ErrorKind::kInvalidConfig, "twisted slice " + slice.shapeString() + ": k must be a multiple of the " +
+                                               std::to_string(e) + "-chip cube edge to wire the twist through the OCS");
   }
+  if (inside_one) return wiring;  // electrical links inside one cube
   if (needed > config.pod_cubes) {
     throw Error(ErrorKind::kInvalidConfig, "slice " + slice.shapeString() + " needs " + std::to_string(needed) +
                                                " cubes; the pod has " + std::to_string(config.pod_cubes));
@@ -85,7 +88,10 @@ OcsWiring wireSlice(const Topology& slice, const OcsConfig& config) {
   }
   wiring.used = true;
   // A link crosses a cube face when its two ends lie in different cubes along its
-  // dimension, or it wraps around a dimension of at least one cube edge.
+  // dimension, or it wraps around a dimension of at least one cube edge. On the twisted
+  // torus the wrapping x and y links are the ones that also shift z by k: the switches
+  // connect the face of one cube to the opposite face of the cube k chips along z, so the
+  // twist costs no more OCS passes than the regular wraparound.
   for (LinkId link = 0; link < slice.numLinkSlots(); ++link) {
     if (!slice.linkExists(link)) continue;
     const int d = slice.linkDim(link);

@@ -35,9 +35,10 @@ struct OcsWiring {
 };
 
 // Chooses the lowest-numbered healthy cubes for `slice` and lists the links that cross a
-// cube face. One-line kInvalidConfig errors: a dimension larger than the cube edge but not a
-// multiple of it, a twisted torus (its wraparound shift is not modelled through the OCS),
-// more cubes than the pod has, or too few healthy ones.
+// cube face; on a twisted k x k x 2k slice, those are its wraparounds (the ones that carry the
+// twist) and the z links between cubes. One-line kInvalidConfig errors: a dimension larger than
+// the cube edge but not a multiple of it, a twisted slice whose k is not a multiple of the edge
+// (the twist needs switched wraparounds), more cubes than the pod has, or too few healthy ones.
 OcsWiring wireSlice(const Topology& slice, const OcsConfig& config);
 
 }  // namespace tpusim

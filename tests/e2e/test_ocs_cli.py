@@ -38,3 +38,20 @@ def test_a_pod_without_enough_healthy_cubes_is_a_one_line_error(tpusim_bin, tmp_
                                      "(ici.ocs_failed_cubes)")
     bad = run(tpusim_bin, tmp_path, "--set", "ici.ocs_failed_cubes=70")
     assert bad.returncode == 2 and "'70' is not a cube id in [0, 64)" in bad.stderr
+
+
+def run_twisted(tpusim_bin, out, shape):
+    return subprocess.run([tpusim_bin, "run", str(TRACES / "mlp.onnx"), "--hw", "tpuv4", "--no-instructions",
+                           "--topology", shape, "--set", "ici.topology=twisted_3d_torus", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_twisted_slice_is_wired_through_the_switches(tpusim_bin, tmp_path):
+    result = run_twisted(tpusim_bin, tmp_path, "4x4x8")
+    assert result.returncode == 0, result.stderr
+    ocs = json.loads((tmp_path / "report.json").read_text())["interconnect"]["ocs"]
+    assert ocs["cubes"] == [0, 1] and ocs["ocs_links"] == 192
+    small = run_twisted(tpusim_bin, tmp_path / "small", "2x2x4")
+    assert small.returncode == 2
+    assert small.stderr.strip() == ("tpusim: error: twisted slice 2x2x4: k must be a multiple of the 4-chip cube "
+                                    "edge to wire the twist through the OCS")

@@ -4,9 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "sim/common/error.hpp"
+#include "sim/interconnect/collectives.hpp"
 #include "sim/interconnect/network.hpp"
 
 namespace tpusim {
@@ -91,8 +93,73 @@ TEST(Ocs, SlicesThatCannotBeWiredAreOneLineErrors) {
   EXPECT_EQ(message, "slice 8x8x8 needs 8 healthy cubes; the pod has 4 of 64 (ici.ocs_failed_cubes)");
   EXPECT_EQ(kindOf([] { wireSlice(torus("32x32x32"), v4Pod()); }, &message), ErrorKind::kInvalidConfig);
   EXPECT_EQ(message, "slice 32x32x32 needs 512 cubes; the pod has 64");
-  EXPECT_EQ(kindOf([] { wireSlice(Topology::parse(TopologyKind::kTwistedTorus3d, "4x4x8"), v4Pod()); }),
-            ErrorKind::kUnsupported);
+}
+
+Topology twisted(const std::string& shape) { return Topology::parse(TopologyKind::kTwistedTorus3d, shape); }
+
+TEST(Ocs, ATwistedSliceWiresItsTwistedWraparoundsThroughOcs) {
+  // 4x4x8 twisted: two cubes along z (ids 0 and 1), as the regular 4x4x8. Through the OCS:
+  // per x line of 4 the two wraparounds (3 -> 0 going +, 0 -> 3 going -), 32 lines, and as
+  // many in y: 128 twisted wraparounds, each landing 4 chips along z, in the other cube; per
+  // z line of 8 the four face links (3 -> 4, 7 -> 0, 4 -> 3, 0 -> 7), 16 lines: 64. 192 in all,
+  // the same directed links as the regular slice's; only where the x and y ones land differs.
+  const Topology slice = twisted("4x4x8");
+  const OcsWiring wiring = wireSlice(slice, v4Pod());
+  ASSERT_TRUE(wiring.used);
+  EXPECT_EQ(wiring.cubes, (std::vector<int>{0, 1}));
+  EXPECT_EQ(wiring.ocs_links.size(), 2u * 32 * 2 + 4u * 16);
+  EXPECT_EQ(wiring.ocs_links, wireSlice(torus("4x4x8"), v4Pod()).ocs_links);
+  int twisted_links = 0;
+  for (const LinkId link : wiring.ocs_links) {
+    const Coords from = slice.coords(slice.linkSource(link));
+    const Coords to = slice.coords(slice.linkDest(link));
+    const int d = slice.linkDim(link);
+    if (d == 2) {
+      EXPECT_NE(from[2] / 4, to[2] / 4) << slice.linkName(link);
+      continue;
+    }
+    EXPECT_EQ(to[2], (from[2] + 4) % 8) << slice.linkName(link);  // the twist: half of z
+    ++twisted_links;
+  }
+  EXPECT_EQ(twisted_links, 128);
+  // An x link that does not wrap stays inside its cube, electrical: (0,0,0) -> (1,0,0).
+  EXPECT_FALSE(std::binary_search(wiring.ocs_links.begin(), wiring.ocs_links.end(), Topology::linkId(0, 0, 1)));
+  // 8x8x16: 2 x 2 x 4 = 16 cubes; per line 2n/4 directed links: 64 x-lines of 8 (4 each),
+  // as many y, and 64 z-lines of 16 (8 each).
+  const OcsWiring big = wireSlice(twisted("8x8x16"), v4Pod());
+  EXPECT_EQ(big.cubes.size(), 16u);
+  EXPECT_EQ(big.ocs_links.size(), 128u * 4 * 2 + 64u * 8);
+}
+
+TEST(Ocs, TwistedStaysFasterThanRegularOnAllToAllThroughTheSwitches) {
+  // 4x4x8, 64 KiB from every chip to every other, dimension order, 500 ns more on every
+  // link through an OCS: the twist still moves load off the z links and shortens routes.
+  IciLinkConfig link;
+  link.bandwidth_bytes_per_s = 100e9;
+  link.link_latency_ns = 500;
+  link.router_latency_ns = 100;
+  link.packet_bytes = 4096;
+  const auto run = [&](const Topology& slice) {
+    Network net(slice, link);
+    for (const LinkId id : wireSlice(slice, v4Pod()).ocs_links) net.setExtraLatency(id, 500'000);
+    const Collective c = allToAll(net, allChips(slice), 128 * 64 * 1024);
+    net.run();
+    return c.finishTime(net);
+  };
+  const uint64_t regular = run(torus("4x4x8"));
+  const uint64_t twist = run(twisted("4x4x8"));
+  EXPECT_LT(twist, regular);
+}
+
+TEST(Ocs, TwistedSlicesThatCannotBeWiredAreOneLineErrors) {
+  std::string message;
+  // k = 2 < e: the twist's wraparounds would have to jump z inside one cube's fixed wiring.
+  EXPECT_EQ(kindOf([] { wireSlice(twisted("2x2x4"), v4Pod()); }, &message), ErrorKind::kInvalidConfig);
+  EXPECT_EQ(message, "twisted slice 2x2x4: k must be a multiple of the 4-chip cube edge to wire the twist through the OCS");
+  EXPECT_EQ(kindOf([] { wireSlice(twisted("6x6x12"), v4Pod()); }, &message), ErrorKind::kInvalidConfig);
+  EXPECT_NE(message.find("multiple of it"), std::string::npos) << message;
+  EXPECT_EQ(kindOf([] { wireSlice(twisted("16x16x32"), v4Pod()); }, &message), ErrorKind::kInvalidConfig);
+  EXPECT_EQ(message, "slice 16x16x32 needs 128 cubes; the pod has 64");
 }
 
 TEST(Ocs, FailedCubeListsAreChecked) {
