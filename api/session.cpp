@@ -107,10 +107,6 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
     throw Error(ErrorKind::kUnsupported,
                 "--pp " + std::to_string(degrees.pp) + ": pipeline parallelism is not supported yet");
   }
-  if (degrees.tp > 1 && request.precision != "float32") {
-    throw Error(ErrorKind::kUnsupported, "--tp splits float32 weights; --precision " + request.precision +
-                                             " with tensor parallelism is not supported");
-  }
   lower.tensor_parallel = degrees.tp;
   if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
     throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");

@@ -66,6 +66,8 @@ class Propagation {
   void set(int t, int a) {
     checkDivisible(t, a);
     m_axis[static_cast<size_t>(t)] = a;
+    auto source = m_cast_of.find(t);  // a parameter's cast is decided with it
+    if (source != m_cast_of.end() && axis(source->second) == kUndecided) set(source->second, a);
   }
   // Decides an undecided operand; refuses a decided one split otherwise.
   void require(int t, int a) {
@@ -180,13 +182,17 @@ class Propagation {
     output(op, static_cast<int>(at - op.perm.begin()));
   }
 
-  void reduce(const ir::Op& op) {
+  void reduce(const ir::Op& op, size_t index) {
     const int x = op.inputs[0];
     if (axis(x) == kUndecided) set(x, kWholeTensor);
     if (axis(x) < 0) return output(op, kWholeTensor);
     const bool all = op.perm.empty();
     if (all || std::find(op.perm.begin(), op.perm.end(), axis(x)) != op.perm.end()) {
-      throw Refused{"reduces over the split dimension"};
+      // A sum over the split dimension is a partial sum on each chip, all-reduced after it
+      // (as a row-parallel matmul's); a mean, max or min of parts is not the whole's.
+      if (op.reduction != ir::Reduction::kSum) throw Refused{"reduces over the split dimension"};
+      m_partial.push_back(index);
+      return output(op, kWholeTensor);
     }
     int o = axis(x);
     if (!op.keepdims)
@@ -231,11 +237,18 @@ class Propagation {
   }
 
   void visit(const ir::Op& op, size_t index) {
+    // A parameter cast to a policy's compute dtype stays undecided until its first reader
+    // decides it; the parameter then takes the same split (frontend/train/precision_policy.hpp).
+    if (op.type == OpType::kCast && axis(op.inputs[0]) == kUndecided) {
+      m_axis[static_cast<size_t>(op.outputs[0])] = kUndecided;
+      m_cast_of[op.outputs[0]] = op.inputs[0];
+      return;
+    }
     switch (op.type) {
       case OpType::kMatMul: return matmul(op, index);
       case OpType::kReshape: return reshape(op);
       case OpType::kTranspose: return transpose(op);
-      case OpType::kReduce: return reduce(op);
+      case OpType::kReduce: return reduce(op, index);
       case OpType::kReduceSumTo: return reduceSumTo(op);
       case OpType::kBroadcastTo: return broadcastTo(op);
       case OpType::kSlice:
@@ -273,6 +286,7 @@ class Propagation {
   int64_t m_parts;
   std::vector<int> m_axis;
   std::vector<size_t> m_partial;
+  std::map<int, int> m_cast_of;  // an undecided parameter's cast -> the parameter
   const ir::Op* m_op = nullptr;
 };
 

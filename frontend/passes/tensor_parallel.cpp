@@ -18,6 +18,15 @@ bool isWeight(const ir::Graph& graph, int tensor) {
   return graph.producer(tensor) == nullptr && graph.tensor(tensor).role == ir::TensorRole::kWeight;
 }
 
+// The weight a matmul operand is: the weight itself, or the weight cast to the compute dtype
+// of a mixed-precision policy (frontend/train/precision_policy.hpp); -1 otherwise.
+int weightBehind(const ir::Graph& graph, int tensor) {
+  if (isWeight(graph, tensor)) return tensor;
+  const ir::Op* cast = graph.producer(tensor);
+  if (cast != nullptr && cast->type == OpType::kCast && isWeight(graph, cast->inputs[0])) return cast->inputs[0];
+  return -1;
+}
+
 // A forward matmul of an activation by a weight (its rhs).
 struct WeightMatmul {
   size_t op;
@@ -31,9 +40,10 @@ std::vector<WeightMatmul> weightMatmuls(const ir::Graph& graph) {
   for (size_t i = 0; i < graph.ops().size(); ++i) {
     const ir::Op& op = graph.ops()[i];
     if (op.type != OpType::kMatMul || graph.tensor(op.outputs[0]).role != ir::TensorRole::kActivation) continue;
-    if (!isWeight(graph, op.inputs[1]) || isWeight(graph, op.inputs[0])) continue;
-    const int rank = static_cast<int>(graph.tensor(op.inputs[1]).shape.size());
-    found.push_back({i, op.inputs[0], op.inputs[1], op.transpose_b ? rank - 2 : rank - 1});
+    const int weight = weightBehind(graph, op.inputs[1]);
+    if (weight < 0 || weightBehind(graph, op.inputs[0]) >= 0) continue;
+    const int rank = static_cast<int>(graph.tensor(weight).shape.size());
+    found.push_back({i, op.inputs[0], weight, op.transpose_b ? rank - 2 : rank - 1});
   }
   return found;
 }

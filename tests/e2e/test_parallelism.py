@@ -47,6 +47,26 @@ def test_tensor_parallel_reports_are_bit_identical_across_runs(tpusim_bin, mlp_p
     assert json.dumps(first["interconnect"]) == json.dumps(second["interconnect"])
 
 
+def test_tensor_parallel_under_mixed_precision_splits_the_f32_weights(tpusim_bin, mlp_path, tmp_path):
+    # The weights a policy casts to its compute dtype split with their casts; under
+    # mixed_float16 each chip's share of the finite check (a sum of its gradient shards) is
+    # all-reduced over the group, so every chip skips or applies the same step.
+    for policy in ("mixed_bfloat16", "mixed_float16"):
+        whole = report_of(tpusim_bin, tmp_path, f"one-{policy}", mlp_path, "--precision", policy)
+        split = report_of(tpusim_bin, tmp_path, f"tp-{policy}", mlp_path, "--topology", "2x1x1", "--tp", "2",
+                          "--precision", policy)
+        assert split["precision"] == policy and split["parallelism"]["tp"] == 2
+        weights = split["memory"]["bytes_by_role"]["weight"]
+        assert weights < 0.75 * whole["memory"]["bytes_by_role"]["weight"]
+        names = [c["name"] for c in split["interconnect"]["collectives"]]
+        checks = [n for n in names if ".grad_scaled.sum" in n]
+        if policy == "mixed_float16":
+            assert checks and all(c["bytes"] == 4 for c in split["interconnect"]["collectives"]
+                                  if ".grad_scaled.sum" in c["name"])
+        else:
+            assert not checks
+
+
 BAD_DEGREES = [
     (["--topology", "4x4x4", "--tp", "3"], 2, "--tp 3 does not divide the 64 chips of --topology 4x4x4"),
     (["--topology", "4x4x4", "--dp", "2", "--tp", "4"], 2,
@@ -56,8 +76,6 @@ BAD_DEGREES = [
     (["--topology", "4x4x4", "--tp", "0"], 2, "--tp must be >= 1"),
     (["--topology", "4x4x4", "--dp", "-1"], 2, "--dp must be >= 1"),
     (["--topology", "3x1x1", "--tp", "3"], 4, "tensor parallel over 3 chips: no matmul pair splits evenly"),
-    (["--topology", "2x1x1", "--tp", "2", "--precision", "mixed_bfloat16"], 4,
-     "--precision mixed_bfloat16 with tensor parallelism is not supported"),
     (["--topology", "2x1x1", "--pp", "2"], 4, "--pp 2: pipeline parallelism is not supported yet"),
 ]
 
