@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "sim/common/params.hpp"
+#include "sim/interconnect/topology.hpp"
 
 namespace tpusim {
 
@@ -24,6 +25,12 @@ struct DcnLinkConfig {
 
 // From dcn.host_bandwidth_gbps and dcn.latency_us (validated).
 DcnLinkConfig dcnLinkConfigOf(const HardwareParams& hw);
+
+// `hosts` hosts of `chips_per_host` chips, each an ICI block of the preset's kind
+// (a twisted torus kind gives a plain 3D torus block): c = a x b with a the largest
+// divisor of c up to sqrt(c), as a x b x 1 (3D), a x b (2D) or c (ring). tpuv4's
+// 4 chips per host are 2x2x1, the v4-8 slice. Zero hosts is a one-line error.
+Topology hostsTopology(TopologyKind kind, int chips_per_host, int hosts);
 
 // Zero, negative or non-finite bandwidth, or a negative latency, is a one-line kInvalidConfig error.
 void validateDcnConfig(const DcnLinkConfig& config);
