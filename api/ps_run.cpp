@@ -9,12 +9,6 @@
 
 namespace tpusim {
 
-void checkStrategyName(const std::string& name) {
-  if (name == "ps") return;
-  throw Error(ErrorKind::kUnsupported,
-              "unsupported strategy '" + name + "' (implemented: ps, ParameterServerStrategy; docs/strategies.md)");
-}
-
 std::vector<ps::EmbeddingTable> embeddingTablesOf(const ir::Graph& graph, uint64_t batch) {
   std::vector<ps::EmbeddingTable> tables;
   std::map<int, size_t> index_of;  // weight tensor id -> table

@@ -16,12 +16,9 @@
 
 namespace tpusim {
 
-// The strategies `--strategy` accepts; "ps" is ParameterServerStrategy.
-// Any other name is a one-line kUnsupported error that lists them.
-void checkStrategyName(const std::string& name);
-
-// The steps a ps run takes when --steps is not given.
+// The steps a ps run takes when --steps is not given, and its workers when --workers is not.
 inline constexpr uint64_t kDefaultPsSteps = 10;
+inline constexpr uint64_t kDefaultPsWorkers = 32;
 
 // The embedding tables of `graph`: every 2-D weight (or a Cast of one) that a
 // Gather along axis 0 reads, with the ids per example its Gathers look up

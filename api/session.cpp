@@ -5,6 +5,7 @@
 #include "api/parallel_degrees.hpp"
 #include "api/precision_schedule.hpp"
 #include "api/ps_run.hpp"
+#include "api/strategy.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -37,8 +38,7 @@ HardwareParams resolveHardware(const RunRequest& request) {
 }
 
 std::optional<Topology> sliceOf(const RunRequest& request, const HardwareParams& hw) {
-  if (request.topology.empty()) return std::nullopt;
-  return Topology::parse(topologyKindFromName(hw.config().ici().topology()), request.topology);
+  return strategySlice(strategyFromName(request.strategy), request.topology, request.workers, hw);
 }
 
 namespace {
@@ -65,6 +65,12 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
     throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
   }
   if (isProgramPath(request.model_path)) {
+    const Strategy strategy = strategyFromName(request.strategy);
+    if (strategy != Strategy::kNone && strategy != Strategy::kParameterServer) {
+      throw Error(ErrorKind::kInvalidConfig, std::string("--strategy ") + strategyName(strategy) +
+                                                 " compiles a model; a saved Program runs on the slice it was "
+                                                 "compiled for");
+    }
     program::Program program = readProgram(request.model_path);
     if (request.precision != "float32") {
       throw Error(ErrorKind::kInvalidConfig, "--precision applies when compiling a model; " + request.model_path +
@@ -291,8 +297,8 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 
 RunOutcome runRequest(const RunRequest& request) {
   if (!request.precision_schedule.empty()) return runPrecisionSchedule(request);
-  if (!request.strategy.empty()) {
-    checkStrategyName(request.strategy);
+  const Strategy strategy = strategyFromName(request.strategy);
+  if (strategy == Strategy::kParameterServer) {
     if (isProgramPath(request.model_path)) {
       throw Error(ErrorKind::kUnsupported, "--strategy ps needs a model, not a saved Program (it has no graph)");
     }
@@ -309,9 +315,12 @@ RunOutcome runRequest(const RunRequest& request) {
                       outcome.report["host"]["input_stall_cycles"].get<uint64_t>() / request.steps);
     outcome.report["stats"] = statsEntries(*result.stats);  // with the host's
   }
-  if (!request.strategy.empty()) {
+  if (strategy != Strategy::kNone && strategy != Strategy::kParameterServer) {
+    outcome.report["strategy"] = strategyEntry(strategy, outcome.program);
+  }
+  if (strategy == Strategy::kParameterServer) {
     const ModelGraph built = buildModelGraph(request);
-    outcome.report["ps"] = runPsSteps(hw, built.graph, outcome.report, request.workers,
+    outcome.report["ps"] = runPsSteps(hw, built.graph, outcome.report, request.workers.value_or(kDefaultPsWorkers),
                                       request.steps > 0 ? request.steps : kDefaultPsSteps);
   }
   if (request.functional) {

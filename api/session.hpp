@@ -67,10 +67,11 @@ struct RunRequest {
   // Run this many steps fed by the host's input pipeline and PCIe infeed (api/host_run.hpp);
   // 0: one step with its inputs already in HBM.
   uint64_t steps = 0;
-  // Distribution strategy (api/ps_run.hpp): empty for one chip, or "ps"
-  // (ParameterServerStrategy over `workers` workers; --steps, default 10).
+  // Distribution strategy (api/strategy.hpp): empty (one chip, or --topology), "mirrored",
+  // "multi_worker_mirrored" (over `workers` hosts), "tpu" (--topology) or "ps"
+  // (ParameterServerStrategy over `workers` workers, 32 unless given; --steps, default 10).
   std::string strategy;
-  uint64_t workers = 32;
+  std::optional<uint64_t> workers;
 };
 
 // The training options a request asks for (names parsed, values not yet checked).
@@ -80,8 +81,9 @@ TrainingOptions trainingOptionsOf(const RunRequest& request);
 // The preset with the request's overrides applied and validated.
 HardwareParams resolveHardware(const RunRequest& request);
 
-// The ICI slice of --topology (the preset's ici.topology kind), or none. A shape that
-// does not parse or fit the kind is a one-line error.
+// The ICI slice of --topology (the preset's ici.topology kind), or of the strategy's
+// hosts (api/strategy.hpp), or none. A shape that does not parse or fit the kind, or
+// options that do not fit the strategy, are one-line errors.
 std::optional<Topology> sliceOf(const RunRequest& request, const HardwareParams& hw);
 
 // The Program the request describes: an ONNX model compiled for `hw`, or a saved Program.

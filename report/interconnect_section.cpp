@@ -24,12 +24,42 @@ const char* algorithmName(program::CollectiveAlgorithm algorithm) {
     case program::TORUS: return "torus";
     case program::BIDIRECTIONAL_RING: return "bidirectional_ring";
     case program::RING: return "ring";
+    case program::HIERARCHICAL: return "hierarchical";
     default: return "?";
   }
 }
 
 const char* dimName(int d) {
   return d == 0 ? "x" : d == 1 ? "y" : "z";
+}
+
+// The hosts' NIC links (sim/interconnect/dcn.hpp): per host and direction.
+nlohmann::ordered_json dcnEntry(const IciResult& ici, double ps_per_cycle, double step_ps) {
+  nlohmann::ordered_json dcn;
+  dcn["hosts"] = ici.topology.slices();
+  dcn["chips_per_host"] = ici.topology.chipsPerSlice();
+  dcn["host_bandwidth_gbps"] = ici.dcn->bandwidth_bytes_per_s / 1e9;
+  dcn["latency_us"] = ici.dcn->latency_ns / 1e3;
+  uint64_t bytes = 0, max_busy_ps = 0;
+  nlohmann::ordered_json links = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < ici.dcn_links.size(); ++i) {
+    const LinkStats& s = ici.dcn_links[i];
+    bytes += s.bytes;
+    max_busy_ps = std::max(max_busy_ps, s.busy_ps);
+    nlohmann::ordered_json link;
+    link["host"] = i / 2;
+    link["dir"] = i % 2 == 0 ? "up" : "down";
+    link["bytes"] = s.bytes;
+    link["messages"] = s.messages;
+    link["busy_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.busy_ps) / ps_per_cycle));
+    link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
+    link["max_queue_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.max_queue_ps) / ps_per_cycle));
+    links.push_back(link);
+  }
+  dcn["bytes"] = bytes;
+  dcn["max_link_utilization"] = step_ps > 0 ? static_cast<double>(max_busy_ps) / step_ps : 0.0;
+  dcn["links"] = links;
+  return dcn;
 }
 
 }  // namespace
@@ -76,6 +106,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   entry["global_batch"] = program.batch() * (program.replicas() / tensorParallelOf(program));
   entry["link_bandwidth_gbps"] = ici.link.bandwidth_bytes_per_s / 1e9;
   entry["directed_links"] = topology.numLinks();
+  if (topology.slices() > 1) entry["hosts"] = topology.slices();
 
   uint64_t bytes = 0, busy_ps = 0, max_busy_ps = 0;
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
@@ -145,6 +176,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
     ocs["reconfiguration_s"] = ici.ocs_config.reconfiguration_s;
     entry["ocs"] = ocs;
   }
+  if (ici.dcn) entry["dcn"] = dcnEntry(ici, ps_per_cycle, step_ps);
   entry["links"] = links;
   return entry;
 }

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "api/strategy.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/params.hpp"
 #include "sim/ps/ps_config.hpp"
@@ -98,21 +99,28 @@ RunRequest toRequest(const ModelOptions& o) {
 
 void addStrategyOptions(po::options_description& desc, StrategyOptions& s) {
   po::options_description strategy("distribution (docs/strategies.md)");
-  strategy.add_options()("strategy", po::value(&s.strategy), "ps: ParameterServerStrategy for the embedding tables")(
+  strategy.add_options()("strategy", po::value(&s.strategy),
+                         "mirrored (one host's chips), multi_worker_mirrored (--workers hosts over the DCN), tpu "
+                         "(the --topology slice), or ps (ParameterServerStrategy for the embedding tables)")(
       "sharding", po::value(&s.sharding), "ps: round_robin, size_balanced or dynamic (default: ps.sharding)")(
       "ps-tasks", po::value(&s.ps_tasks), "ps: parameter-server tasks (default: ps.tasks)")(
-      "workers", po::value(&s.workers)->default_value(s.workers), "ps: workers, each computing the simulated step");
+      "workers", po::value(&s.workers),
+      "multi_worker_mirrored: hosts; ps: workers, each computing the simulated step (default 32)");
   desc.add(strategy);
 }
 
 void applyStrategyOptions(const StrategyOptions& s, RunRequest& request) {
-  if (s.strategy.empty()) {
+  if (s.workers != kBatchUnset) {
+    if (s.workers <= 0) throw Error(ErrorKind::kInvalidConfig, "--workers must be > 0");
+    request.workers = static_cast<uint64_t>(s.workers);
+  }
+  request.strategy = s.strategy;
+  if (strategyFromName(s.strategy) != Strategy::kParameterServer) {
     if (!s.sharding.empty() || s.ps_tasks != kBatchUnset) {
       throw Error(ErrorKind::kInvalidConfig, "--sharding and --ps-tasks need --strategy ps");
     }
     return;
   }
-  request.strategy = s.strategy;
   if (!s.sharding.empty()) {
     request.overrides.emplace_back("ps.sharding", ps::shardingPolicyName(ps::parseShardingPolicy(s.sharding)));
   }
@@ -120,8 +128,6 @@ void applyStrategyOptions(const StrategyOptions& s, RunRequest& request) {
     if (s.ps_tasks <= 0) throw Error(ErrorKind::kInvalidConfig, "--ps-tasks must be > 0");
     request.overrides.emplace_back("ps.tasks", std::to_string(s.ps_tasks));
   }
-  if (s.workers <= 0) throw Error(ErrorKind::kInvalidConfig, "--workers must be > 0");
-  request.workers = static_cast<uint64_t>(s.workers);
 }
 
 }  // namespace tpusim::cli

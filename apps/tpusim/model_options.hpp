@@ -34,13 +34,13 @@ bool parse(const std::vector<std::string>& args, boost::program_options::options
 
 RunRequest toRequest(const ModelOptions& o);
 
-// `run`'s distribution options (docs/strategies.md): --strategy ps with
-// --sharding, --ps-tasks and --workers.
+// `run`'s distribution options (docs/strategies.md): --strategy NAME (api/strategy.hpp),
+// --workers (multi_worker_mirrored, ps), and ps's --sharding and --ps-tasks.
 struct StrategyOptions {
   std::string strategy;
   std::string sharding;  // empty: the preset's ps.sharding
   int64_t ps_tasks = kBatchUnset;  // unset: the preset's ps.tasks
-  int64_t workers = 32;
+  int64_t workers = kBatchUnset;  // unset: none for multi_worker_mirrored, 32 for ps
 };
 void addStrategyOptions(boost::program_options::options_description& desc, StrategyOptions& s);
 // Checks the options and writes them into `request` (--sharding and --ps-tasks as overrides of ps.*).

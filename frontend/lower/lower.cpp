@@ -406,6 +406,7 @@ program::Program lowerToProgram(const ir::Graph& graph, const MemoryPlan& plan, 
     result.set_topology_kind(topologyKindName(options.topology->kind()));
     result.set_topology_shape(options.topology->shapeString());
     if (options.tensor_parallel > 1) result.set_tensor_parallel(static_cast<uint32_t>(options.tensor_parallel));
+    if (options.topology->slices() > 1) result.set_hosts(static_cast<uint32_t>(options.topology->slices()));
   }
   program::ChipProgram* chip = result.add_chips();
   chip->set_chip(0);

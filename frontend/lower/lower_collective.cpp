@@ -31,6 +31,7 @@ program::CollectiveAlgorithm toProgramAlgorithm(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::kTorus: return program::TORUS;
     case AllReduceAlgorithm::kBidirectionalRing: return program::BIDIRECTIONAL_RING;
     case AllReduceAlgorithm::kRing: return program::RING;
+    case AllReduceAlgorithm::kHierarchical: return program::HIERARCHICAL;
   }
   return program::COLLECTIVE_ALGORITHM_UNSPECIFIED;
 }
@@ -65,8 +66,13 @@ void Lowerer::emitBucket() {
   const ir::Op& first = *m_bucket[0];
   const DType dtype = m_graph.tensor(first.inputs[0]).dtype;
   const uint64_t bytes = m_bucket_bytes;
-  const AllReduceAlgorithm algorithm = groupAlgorithm(*m_topology, first.replicas, first.group_stride,
-                                                      allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm()));
+  // Across hosts the gradients of the whole slice go over the DCN: torus within each host, a
+  // ring over the hosts. A group inside the slice (tensor parallel) keeps its ICI algorithm.
+  const AllReduceAlgorithm algorithm =
+      m_topology->slices() > 1 && first.replicas == m_topology->numChips()
+          ? AllReduceAlgorithm::kHierarchical
+          : groupAlgorithm(*m_topology, first.replicas, first.group_stride,
+                           allReduceAlgorithmFromName(m_hw.ici().all_reduce_algorithm()));
 
   program::Instruction& ins = newInstruction(first, "all_reduce", program::ICI, 0, 0);
   program::Collective* collective = ins.mutable_collective();

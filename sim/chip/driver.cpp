@@ -59,9 +59,16 @@ IciResult iciResultOf(const Pod& pod) {
   const Network& network = pod.network();
   const Topology& topology = network.topology();
   IciResult ici{topology,           network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
-                network.makespan(), pod.ocsConfig(),  pod.ocsWiring()};
+                network.makespan(), pod.ocsConfig(),  pod.ocsWiring(), std::nullopt, {}};
   for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
     ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+  }
+  if (network.hasDcn()) {
+    ici.dcn = network.dcnConfig();
+    for (int host = 0; host < topology.slices(); ++host) {
+      ici.dcn_links.push_back(network.linkStats(network.dcnUplink(host)));
+      ici.dcn_links.push_back(network.linkStats(network.dcnDownlink(host)));
+    }
   }
   return ici;
 }

@@ -29,6 +29,9 @@ struct IciResult {
   uint64_t makespan_ps = 0;      // when the last transfer delivered
   OcsConfig ocs_config;
   OcsWiring ocs;                 // the slice's cubes and links through optical circuit switches
+  // Multi-host: the DCN and each host's NIC links, uplink then downlink, by host.
+  std::optional<DcnLinkConfig> dcn;
+  std::vector<LinkStats> dcn_links;
 };
 
 struct SimResult {

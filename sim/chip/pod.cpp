@@ -15,6 +15,7 @@ AllReduceAlgorithm algorithmOf(const program::Collective& collective) {
     case program::TORUS: return AllReduceAlgorithm::kTorus;
     case program::BIDIRECTIONAL_RING: return AllReduceAlgorithm::kBidirectionalRing;
     case program::RING: return AllReduceAlgorithm::kRing;
+    case program::HIERARCHICAL: return AllReduceAlgorithm::kHierarchical;
     default: break;
   }
   throw Error(ErrorKind::kInvalidInput, "collective with no algorithm");
@@ -24,7 +25,9 @@ AllReduceAlgorithm algorithmOf(const program::Collective& collective) {
 
 Topology topologyOf(const program::Program& program) {
   if (program.replicas() <= 1) return Topology(TopologyKind::kRing, {1});
-  return Topology::parse(topologyKindFromName(program.topology_kind()), program.topology_shape(), program.replicas());
+  const int hosts = program.hosts() < 1 ? 1 : static_cast<int>(program.hosts());
+  return Topology::parse(topologyKindFromName(program.topology_kind()), program.topology_shape(), program.replicas(),
+                         hosts);
 }
 
 Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology& topology,
@@ -35,6 +38,7 @@ Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology&
       m_ocs(topology.numChips() > 1 ? wireSlice(topology, m_ocs_config) : OcsWiring{}),
       m_period_ps(context.clock->period().value()) {
   m_network.setRecycling(true);
+  if (topology.slices() > 1) m_network.attachDcn(dcnLinkConfigOf(hw));  // hosts joined by the DCN
   const auto ocs_ps = static_cast<uint64_t>(std::llround(m_ocs_config.insertion_latency_ns * 1e3));
   if (ocs_ps > 0) {
     for (const LinkId link : m_ocs.ocs_links) m_network.setExtraLatency(link, ocs_ps);

@@ -97,42 +97,95 @@ void checkElementBytes(uint32_t element_bytes) {
   if (element_bytes == 0) throw Error(ErrorKind::kInvalidInput, "collective element size must be at least 1 byte");
 }
 
-Collective torusAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
-  const Topology& topo = network.topology();
-  if (group != allChips(topo)) {
-    throw Error(ErrorKind::kUnsupported, "torus all-reduce needs the whole topology, in chip-id order, as its group");
-  }
-  const size_t n = group.size();
-  Collective out;
-  std::vector<uint64_t> reduced(n, 0);
-  Ready ready(n);
+// The dimensions of size >= 2 and the buffer each one's phase works on: it
+// shrinks n_{d+1} = ceil(n_d / p_d); `scattered` is what each chip owns at the end.
+struct TorusPlan {
   std::vector<int> dims;
-  std::vector<uint64_t> sizes;  // the buffer each dimension's phase works on
+  std::vector<uint64_t> sizes;
+  uint64_t scattered = 0;
+};
+
+TorusPlan torusPlan(const Topology& topo, uint64_t bytes) {
+  TorusPlan plan;
   uint64_t size = bytes;
   for (int d = 0; d < kDims; ++d) {
     if (topo.dim(d) < 2) continue;
-    dims.push_back(d);
-    sizes.push_back(size);
+    plan.dims.push_back(d);
+    plan.sizes.push_back(size);
     size = (size + topo.dim(d) - 1) / topo.dim(d);
   }
-  // Lines along d: the chips that differ only in coordinate d (straight lines,
-  // also on the twisted torus, where their ring closes over k - 1 hops).
-  const auto phase = [&](int d, uint64_t phase_bytes, bool reduce) {
-    Ready end(n);
-    std::vector<int> line(topo.dim(d));
-    for (ChipId c = 0; c < topo.numChips(); ++c) {
-      Coords at = topo.coords(c);
-      if (at[d] != 0) continue;
-      for (int i = 0; i < topo.dim(d); ++i) {
-        at[d] = i;
-        line[i] = topo.chipAt(at);
-      }
-      ringPhase(network, group, line, phase_bytes, reduce, true, ready, end, out, reduced);
+  plan.scattered = size;
+  return plan;
+}
+
+// One phase along d on every line of every slice: the chips that differ only in
+// coordinate d (straight lines, also on the twisted torus, where their ring
+// closes over k - 1 hops). Members are chip ids (the group is allChips).
+void linePhase(Network& network, const Group& group, int d, uint64_t bytes, bool reduce, Ready& ready,
+               Collective& out, std::vector<uint64_t>& reduced) {
+  const Topology& topo = network.topology();
+  Ready end(group.size());
+  std::vector<int> line(topo.dim(d));
+  for (ChipId c = 0; c < topo.numChips(); ++c) {
+    Coords at = topo.coords(c);
+    if (at[d] != 0) continue;
+    for (int i = 0; i < topo.dim(d); ++i) {
+      at[d] = i;
+      line[i] = topo.chipAt(at, topo.sliceOf(c));
     }
-    ready = std::move(end);
-  };
-  for (size_t i = 0; i < dims.size(); ++i) phase(dims[i], sizes[i], true);
-  for (size_t i = dims.size(); i-- > 0;) phase(dims[i], sizes[i], false);
+    ringPhase(network, group, line, bytes, reduce, true, ready, end, out, reduced);
+  }
+  ready = std::move(end);
+}
+
+void checkWholeTopology(const Topology& topo, const Group& group, const char* what) {
+  if (group != allChips(topo)) {
+    throw Error(ErrorKind::kUnsupported, std::string(what) + " needs the whole topology, in chip-id order, as its group");
+  }
+}
+
+Collective torusAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
+  const Topology& topo = network.topology();
+  checkWholeTopology(topo, group, "torus all-reduce");
+  if (topo.slices() > 1) {
+    throw Error(ErrorKind::kUnsupported, "torus all-reduce runs on one slice; across " +
+                                             std::to_string(topo.slices()) + " slices use the hierarchical one");
+  }
+  Collective out;
+  std::vector<uint64_t> reduced(group.size(), 0);
+  Ready ready(group.size());
+  const TorusPlan plan = torusPlan(topo, bytes);
+  for (size_t i = 0; i < plan.dims.size(); ++i) linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
+  for (size_t i = plan.dims.size(); i-- > 0;) linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
+  return finish(std::move(out), reduced, element_bytes);
+}
+
+// Reduce-scatter over each slice's torus, a ring all-reduce of each chip's share
+// across the slices over the DCN (chip i of every host forms one ring, so each
+// host's NIC carries all its chips' shares), then all-gather over the torus.
+Collective hierarchicalAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
+  const Topology& topo = network.topology();
+  checkWholeTopology(topo, group, "hierarchical all-reduce");
+  const int hosts = topo.slices();
+  if (hosts > 1 && !network.hasDcn()) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "hierarchical all-reduce over " + std::to_string(hosts) + " hosts needs a network with the DCN");
+  }
+  Collective out;
+  std::vector<uint64_t> reduced(group.size(), 0);
+  Ready ready(group.size());
+  const TorusPlan plan = torusPlan(topo, bytes);
+  for (size_t i = 0; i < plan.dims.size(); ++i) linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
+  const int per_host = topo.chipsPerSlice();
+  std::vector<int> lane(hosts);
+  for (int local = 0; hosts > 1 && local < per_host; ++local) {
+    for (int h = 0; h < hosts; ++h) lane[h] = h * per_host + local;
+    Ready scattered(group.size()), gathered(group.size());
+    ringPhase(network, group, lane, plan.scattered, true, false, ready, scattered, out, reduced);
+    ringPhase(network, group, lane, plan.scattered, false, false, scattered, gathered, out, reduced);
+    for (int h = 0; h < hosts; ++h) ready[lane[h]] = std::move(gathered[lane[h]]);
+  }
+  for (size_t i = plan.dims.size(); i-- > 0;) linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
   return finish(std::move(out), reduced, element_bytes);
 }
 
@@ -152,8 +205,9 @@ AllReduceAlgorithm allReduceAlgorithmFromName(const std::string& name) {
   if (name == "torus") return AllReduceAlgorithm::kTorus;
   if (name == "bidirectional_ring") return AllReduceAlgorithm::kBidirectionalRing;
   if (name == "ring") return AllReduceAlgorithm::kRing;
+  if (name == "hierarchical") return AllReduceAlgorithm::kHierarchical;
   throw Error(ErrorKind::kInvalidConfig,
-              "unknown all-reduce algorithm '" + name + "' (torus, bidirectional_ring, ring)");
+              "unknown all-reduce algorithm '" + name + "' (torus, bidirectional_ring, ring, hierarchical)");
 }
 
 const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
@@ -161,6 +215,7 @@ const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm) {
     case AllReduceAlgorithm::kTorus: return "torus";
     case AllReduceAlgorithm::kBidirectionalRing: return "bidirectional_ring";
     case AllReduceAlgorithm::kRing: return "ring";
+    case AllReduceAlgorithm::kHierarchical: return "hierarchical";
   }
   return "?";
 }
@@ -174,7 +229,8 @@ uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllRedu
   switch (algorithm) {
     case AllReduceAlgorithm::kRing: return ringReducedBytes(bytes, p, position);
     case AllReduceAlgorithm::kBidirectionalRing: return bidirectionalReducedBytes(bytes, p, position);
-    case AllReduceAlgorithm::kTorus: break;
+    case AllReduceAlgorithm::kTorus:
+    case AllReduceAlgorithm::kHierarchical: break;
   }
   const Coords at = topology.coords(member);
   uint64_t reduced = 0;
@@ -184,6 +240,10 @@ uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllRedu
     if (line < 2) continue;
     reduced += bidirectionalReducedBytes(size, line, static_cast<uint64_t>(at[d]));
     size = (size + line - 1) / line;
+  }
+  if (algorithm == AllReduceAlgorithm::kHierarchical) {  // the DCN ring over hosts, on the chip's share
+    reduced += ringReducedBytes(size, static_cast<uint64_t>(topology.slices()),
+                                static_cast<uint64_t>(topology.sliceOf(member)));
   }
   return reduced;
 }
@@ -205,6 +265,9 @@ Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllRe
   checkGroup(network, group, "all-reduce");
   checkElementBytes(element_bytes);
   if (algorithm == AllReduceAlgorithm::kTorus) return torusAllReduce(network, group, bytes, element_bytes);
+  if (algorithm == AllReduceAlgorithm::kHierarchical) {
+    return hierarchicalAllReduce(network, group, bytes, element_bytes);
+  }
   const bool bidirectional = algorithm == AllReduceAlgorithm::kBidirectionalRing;
   const std::vector<int> ring = listOrder(group.size());
   Collective out;

@@ -34,13 +34,17 @@ enum class AllReduceAlgorithm {
   kRing,               // reduce-scatter then all-gather on one ring: 2(p-1) steps of n/p
   kBidirectionalRing,  // the same on both directions of the ring, n/2 each
   kTorus,              // dimension by dimension, bidirectional rings along each line
+  // Multi-host (sim/interconnect/dcn.hpp): torus reduce-scatter in each host's slice,
+  // a ring all-reduce of each chip's share across the hosts over the DCN, torus all-gather.
+  kHierarchical,
 };
 
-// "torus", "bidirectional_ring" or "ring" (ici.all_reduce_algorithm); anything else is a one-line error.
+// "torus", "bidirectional_ring", "ring" (ici.all_reduce_algorithm) or "hierarchical";
+// anything else is a one-line error.
 AllReduceAlgorithm allReduceAlgorithmFromName(const std::string& name);
 const char* allReduceAlgorithmName(AllReduceAlgorithm algorithm);
 
-// The whole topology in chip-id order: the group kTorus needs.
+// The whole topology in chip-id order: the group kTorus and kHierarchical need.
 Group allChips(const Topology& topology);
 
 Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllReduceAlgorithm algorithm,

@@ -37,6 +37,20 @@ void Network::setExtraLatency(LinkId link, uint64_t ps) {
   m_links[link].extra_ps = ps;
 }
 
+void Network::attachDcn(const DcnLinkConfig& dcn) {
+  validateDcnConfig(dcn);
+  if (m_has_dcn || !m_transfers.empty()) throw Error(ErrorKind::kInternal, "DCN: attach it once, before transfers");
+  m_has_dcn = true;
+  m_dcn = dcn;
+  m_dcn_ps_per_byte = 1e12 / dcn.bandwidth_bytes_per_s;
+  m_dcn_latency_ps = nsToPs(dcn.latency_ns);
+  m_links.resize(static_cast<size_t>(m_topology.numLinkSlots()) + 2 * static_cast<size_t>(m_topology.slices()));
+}
+
+uint64_t Network::dcnSerializationPs(uint64_t bytes) const {
+  return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_dcn_ps_per_byte));
+}
+
 TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
                                 uint64_t earliest_ps) {
   const int chips = m_topology.numChips();
@@ -85,7 +99,14 @@ TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<co
   t = Transfer{src, dst, src, bytes, std::max(earliest_ps, m_now_ps)};
   t.ser_all_ps = serializationPs(bytes);
   t.ser_head_ps = serializationPs(std::min(bytes, m_config.packet_bytes));
-  t.hops_left = minimalHops(m_topology, src, dst).hops;
+  if (m_topology.sliceOf(src) == m_topology.sliceOf(dst)) {
+    t.hops_left = minimalHops(m_topology, src, dst).hops;
+  } else if (m_has_dcn) {
+    t.dcn_hops_left = 2;
+  } else {
+    throw Error(ErrorKind::kInvalidInput, "transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
+                                              ": the chips are on different slices and the network has no DCN");
+  }
   t.group = m_open_group;
   if (t.group >= 0) ++m_groups[t.group].outstanding;
   for (TransferId dep : deps) {
@@ -118,7 +139,7 @@ void Network::launch(TransferId id) {
     deliver(id);
     return;
   }
-  schedule(t.ready_ps + m_router_ps, id);
+  schedule(t.ready_ps + firstHopDelay(t), id);
 }
 
 void Network::deliver(TransferId id) {
@@ -139,7 +160,7 @@ void Network::deliver(TransferId id) {
           next.done_ps = next.ready_ps;
           m_delivering.push_back(m_edges[e].dependent);
         } else {
-          schedule(next.ready_ps + m_router_ps, m_edges[e].dependent);
+          schedule(next.ready_ps + firstHopDelay(next), m_edges[e].dependent);
         }
       }
       m_free_edges.push_back(e);
@@ -169,8 +190,34 @@ int Network::chooseDimension(const Transfer& t) const {
   return best;
 }
 
+void Network::dcnHop(const Event& event) {
+  Transfer& t = m_transfers[event.id];
+  const bool up = t.dcn_hops_left == 2;
+  Link& link = m_links[up ? dcnUplink(m_topology.sliceOf(t.src)) : dcnDownlink(m_topology.sliceOf(t.dst))];
+  const uint64_t start = std::max(event.time_ps, link.free_ps);
+  const uint64_t ser_all = dcnSerializationPs(t.bytes);
+  link.free_ps = start + ser_all;
+  link.stats.bytes += t.bytes;
+  link.stats.messages += 1;
+  link.stats.busy_ps += ser_all;
+  link.stats.max_queue_ps = std::max(link.stats.max_queue_ps, start - event.time_ps);
+  ++m_hops;
+  --t.dcn_hops_left;
+  if (up) {  // the head packet crosses the fabric to the destination host's downlink
+    schedule(start + dcnSerializationPs(std::min(t.bytes, m_config.packet_bytes)) + m_dcn_latency_ps, event.id);
+    return;
+  }
+  t.at = t.dst;
+  t.done_ps = start + ser_all;
+  deliver(event.id);
+}
+
 void Network::hop(const Event& event) {
   Transfer& t = m_transfers[event.id];
+  if (t.dcn_hops_left > 0) {
+    dcnHop(event);
+    return;
+  }
   const int d = chooseDimension(t);
   const int dir = t.hops_left[d] > 0 ? 1 : -1;
   Link& link = m_links[Topology::linkId(t.at, d, dir)];
@@ -258,6 +305,16 @@ void Network::registerStats(StatsRegistry& registry, const std::string& prefix) 
     registry.counter(name + ".busy_ps", "ps", "time this directed link was serializing").add(s.busy_ps);
     registry.counter(name + ".max_queue_ps", "ps", "longest wait of a message for this link").add(s.max_queue_ps);
   }
+  for (int host = 0; m_has_dcn && host < m_topology.slices(); ++host) {
+    for (const bool up : {true, false}) {
+      const LinkStats& s = m_links[up ? dcnUplink(host) : dcnDownlink(host)].stats;
+      if (s.messages == 0) continue;
+      const std::string name = prefix + ".host" + std::to_string(host) + (up ? ".dcn_up" : ".dcn_down");
+      registry.counter(name + ".bytes", "bytes", "bytes sent on this host's DCN NIC link").add(s.bytes);
+      registry.counter(name + ".busy_ps", "ps", "time this NIC link was serializing").add(s.busy_ps);
+      registry.counter(name + ".max_queue_ps", "ps", "longest wait of a message for this NIC link").add(s.max_queue_ps);
+    }
+  }
   registerTotals(registry, prefix);
 }
 
@@ -272,6 +329,19 @@ void Network::registerTotals(StatsRegistry& registry, const std::string& prefix)
   registry.counter(prefix + ".bytes", "bytes", "bytes sent over all ICI links (a byte counts once per hop)").add(bytes);
   registry.counter(prefix + ".busy_ps", "ps", "link serialization time summed over all directed links").add(busy);
   registry.counter(prefix + ".max_queue_ps", "ps", "longest wait of any message for any link").add(max_queue);
+  if (m_has_dcn) {
+    uint64_t dcn_bytes = 0, dcn_busy = 0, dcn_queue = 0;
+    for (size_t l = static_cast<size_t>(m_topology.numLinkSlots()); l < m_links.size(); ++l) {
+      dcn_bytes += m_links[l].stats.bytes;
+      dcn_busy += m_links[l].stats.busy_ps;
+      dcn_queue = std::max(dcn_queue, m_links[l].stats.max_queue_ps);
+    }
+    registry.counter(prefix + ".dcn.bytes", "bytes", "bytes sent over all DCN NIC links (a byte counts on up and down)")
+        .add(dcn_bytes);
+    registry.counter(prefix + ".dcn.busy_ps", "ps", "NIC link serialization time summed over all hosts").add(dcn_busy);
+    registry.counter(prefix + ".dcn.max_queue_ps", "ps", "longest wait of any message for any NIC link")
+        .add(dcn_queue);
+  }
   registry.counter(prefix + ".makespan_ps", "ps", "when the last transfer delivered its last byte").add(m_makespan_ps);
   const double links = m_topology.numLinks();
   const double span = static_cast<double>(m_makespan_ps);

@@ -30,6 +30,10 @@
 // says when to advance next, and a group (openGroup ... closeGroup) reports
 // when its last transfer delivered. With recycling on, a delivered transfer's
 // slot is reused, so memory follows the transfers in flight, not all of them.
+//
+// With a DCN attached (attachDcn, sim/interconnect/dcn.hpp) each slice of the
+// topology is a host with an uplink and a downlink after the ICI links, and a
+// transfer between slices takes those two hops instead of ICI hops.
 #pragma once
 
 #include <array>
@@ -40,6 +44,7 @@
 #include <vector>
 
 #include "sim/common/stats.hpp"
+#include "sim/interconnect/dcn.hpp"
 #include "sim/interconnect/link_config.hpp"
 #include "sim/interconnect/routing.hpp"
 
@@ -97,6 +102,15 @@ class Network {
   void setRecycling(bool on) { m_recycle = on; }
   // Extra latency on a directed link (an OCS on its path), added to its wire time.
   void setExtraLatency(LinkId link, uint64_t ps);
+  // Joins the topology's slices, one host each, through the DCN (before any transfer).
+  void attachDcn(const DcnLinkConfig& dcn);
+  bool hasDcn() const { return m_has_dcn; }
+  const DcnLinkConfig& dcnConfig() const { return m_dcn; }
+  // A host's NIC links; their ids follow the ICI link slots.
+  LinkId dcnUplink(int host) const { return m_topology.numLinkSlots() + 2 * host; }
+  LinkId dcnDownlink(int host) const { return m_topology.numLinkSlots() + 2 * host + 1; }
+  // Serialization time of `bytes` on one NIC link.
+  uint64_t dcnSerializationPs(uint64_t bytes) const;
 
   // After delivery (without recycling): when the last byte was at its destination.
   uint64_t doneTime(TransferId id) const { return m_transfers[id].done_ps; }
@@ -109,9 +123,11 @@ class Network {
   size_t memoryBytes() const;
 
   // Per-link counters (bytes, busy_ps, max_queue_ps) for every link that
-  // carried traffic, named "<prefix>.chip5.x+.bytes", plus the totals.
+  // carried traffic, named "<prefix>.chip5.x+.bytes" ("<prefix>.host1.dcn_up.bytes"
+  // for a NIC link), plus the totals.
   void registerStats(StatsRegistry& registry, const std::string& prefix) const;
-  // The totals only: bytes, busy_ps, max_queue_ps, makespan_ps, link_utilization.
+  // The totals only: bytes, busy_ps, max_queue_ps, makespan_ps, link_utilization
+  // (ICI links), and with a DCN "<prefix>.dcn.bytes", ".busy_ps", ".max_queue_ps".
   void registerTotals(StatsRegistry& registry, const std::string& prefix) const;
 
   const Topology& topology() const { return m_topology; }
@@ -129,6 +145,7 @@ class Network {
     uint64_t ser_all_ps = 0;
     uint64_t ser_head_ps = 0;
     int32_t pending_deps = 0;
+    int8_t dcn_hops_left = 0;  // 2: uplink then downlink; 0: ICI hops only
     int32_t first_edge = -1;  // head of the list of transfers that depend on this one
     GroupId group = -1;
     State state = State::kWaiting;
@@ -158,6 +175,8 @@ class Network {
   void launch(TransferId id);
   void deliver(TransferId id);
   void hop(const Event& event);
+  void dcnHop(const Event& event);
+  uint64_t firstHopDelay(const Transfer& t) const { return t.dcn_hops_left > 0 ? 0 : m_router_ps; }
   int chooseDimension(const Transfer& t) const;
   TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps);
   TransferId newSlot();
@@ -185,6 +204,10 @@ class Network {
   uint64_t m_makespan_ps = 0;
   uint64_t m_hops = 0;
   bool m_recycle = false;
+  bool m_has_dcn = false;
+  DcnLinkConfig m_dcn;
+  double m_dcn_ps_per_byte = 0;
+  uint64_t m_dcn_latency_ps = 0;
 };
 
 }  // namespace tpusim

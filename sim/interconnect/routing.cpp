@@ -36,6 +36,9 @@ int HopPlan::total() const {
 }
 
 HopPlan minimalHops(const Topology& topology, ChipId src, ChipId dst) {
+  if (topology.sliceOf(src) != topology.sliceOf(dst)) {
+    throw Error(ErrorKind::kInternal, "ICI routing: no ICI route between two slices (they meet only over the DCN)");
+  }
   const Coords s = topology.coords(src);
   const Coords t = topology.coords(dst);
   HopPlan plan;

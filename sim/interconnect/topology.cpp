@@ -63,7 +63,9 @@ std::vector<int> parseShape(const std::string& text) {
   return shape;
 }
 
-Topology::Topology(TopologyKind kind, const std::vector<int>& shape, int64_t expected_chips) : m_kind(kind) {
+Topology::Topology(TopologyKind kind, const std::vector<int>& shape, int64_t expected_chips, int slices)
+    : m_kind(kind), m_slices(slices) {
+  if (slices < 1) throw configError("ICI: a topology needs at least one slice, got " + std::to_string(slices));
   const int rank = rankOf(kind);
   if (static_cast<int>(shape.size()) != rank) {
     throw configError(std::string("ICI topology ") + topologyKindName(kind) + " needs a shape of " +
@@ -75,8 +77,9 @@ Topology::Topology(TopologyKind kind, const std::vector<int>& shape, int64_t exp
     m_dims[d] = shape[d];
     chips *= shape[d];
     // Chip and link ids are int32: 6 links per chip must fit.
-    if (chips > (int64_t{1} << 28)) throw configError("ICI shape: too many chips");
+    if (chips * slices > (int64_t{1} << 28)) throw configError("ICI shape: too many chips");
   }
+  chips *= slices;
   m_num_chips = static_cast<int>(chips);
   if (kind == TopologyKind::kTwistedTorus3d &&
       !(m_dims[0] == m_dims[1] && m_dims[2] == 2 * m_dims[0] && m_dims[0] >= 2)) {
@@ -88,8 +91,8 @@ Topology::Topology(TopologyKind kind, const std::vector<int>& shape, int64_t exp
   }
 }
 
-Topology Topology::parse(TopologyKind kind, const std::string& shape, int64_t expected_chips) {
-  return Topology(kind, parseShape(shape), expected_chips);
+Topology Topology::parse(TopologyKind kind, const std::string& shape, int64_t expected_chips, int slices) {
+  return Topology(kind, parseShape(shape), expected_chips, slices);
 }
 
 std::string Topology::shapeString() const {
@@ -101,7 +104,8 @@ std::string Topology::shapeString() const {
   return s;
 }
 
-Coords Topology::coords(ChipId chip) const {
+Coords Topology::coords(ChipId global) const {
+  const ChipId chip = global % chipsPerSlice();
   return Coords{chip % m_dims[0], (chip / m_dims[0]) % m_dims[1], chip / (m_dims[0] * m_dims[1])};
 }
 
@@ -117,7 +121,7 @@ ChipId Topology::neighbor(ChipId chip, int d, int dir) const {
   const int shift = twistShift(d, c[d], dir);
   c[d] = (c[d] + dir + m_dims[d]) % m_dims[d];
   c[2] = (c[2] + shift) % m_dims[2];
-  return chipAt(c);
+  return chipAt(c, sliceOf(chip));
 }
 
 int Topology::numLinks() const {

@@ -12,6 +12,11 @@
 // an x or y link that wraps around (x = k-1 -> 0 going +, 0 -> k-1 going -)
 // also moves k chips along z (mod 2k). z links are regular. Shifting by k is
 // its own inverse mod 2k, so the cable is the same in both directions.
+//
+// Several slices: `slices` disjoint copies of the shape with no ICI between
+// them (hosts joined only by the DCN, sim/interconnect/dcn.hpp). Chip ids are
+// slice-major: chip = slice * chipsPerSlice() + the id within the slice, and
+// coords() are a chip's coordinates within its slice.
 #pragma once
 
 #include <array>
@@ -43,18 +48,26 @@ class Topology {
   // The shape must have as many dimensions as the kind (1, 2 or 3), each >= 1;
   // a twisted torus must be k x k x 2k. If expected_chips > 0, the product of
   // the shape must equal it. Violations are one-line kInvalidConfig errors.
-  Topology(TopologyKind kind, const std::vector<int>& shape, int64_t expected_chips = 0);
+  // `slices` copies of the shape (>= 1); expected_chips counts all of them.
+  Topology(TopologyKind kind, const std::vector<int>& shape, int64_t expected_chips = 0, int slices = 1);
   // The same from a shape string ("4x4x4").
-  static Topology parse(TopologyKind kind, const std::string& shape, int64_t expected_chips = 0);
+  static Topology parse(TopologyKind kind, const std::string& shape, int64_t expected_chips = 0, int slices = 1);
 
   TopologyKind kind() const { return m_kind; }
   const Coords& dims() const { return m_dims; }
   int dim(int d) const { return m_dims[d]; }
   int numChips() const { return m_num_chips; }
+  // The shape of one slice.
   std::string shapeString() const;
+  int slices() const { return m_slices; }
+  int chipsPerSlice() const { return m_num_chips / m_slices; }
+  int sliceOf(ChipId chip) const { return chip / chipsPerSlice(); }
 
+  // Coordinates within the chip's slice; chipAt gives the chip of slice `slice` there.
   Coords coords(ChipId chip) const;
-  ChipId chipAt(const Coords& c) const { return c[0] + m_dims[0] * (c[1] + m_dims[1] * c[2]); }
+  ChipId chipAt(const Coords& c, int slice = 0) const {
+    return slice * chipsPerSlice() + c[0] + m_dims[0] * (c[1] + m_dims[1] * c[2]);
+  }
 
   // The chip reached by one hop from `chip` along dimension d in direction
   // dir (+1 or -1), with the twist applied on wraparound. A dimension of
@@ -81,6 +94,7 @@ class Topology {
   TopologyKind m_kind;
   Coords m_dims{1, 1, 1};
   int m_num_chips = 1;
+  int m_slices = 1;
 };
 
 }  // namespace tpusim

@@ -40,17 +40,5 @@ TEST(PsRun, AModelWithoutEmbeddingsIsRefused) {
   }
 }
 
-TEST(PsRun, OnlyPsIsAStrategy) {
-  EXPECT_NO_THROW(checkStrategyName("ps"));
-  try {
-    checkStrategyName("mirrored");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnsupported);
-    EXPECT_STREQ(e.what(),
-                 "unsupported strategy 'mirrored' (implemented: ps, ParameterServerStrategy; docs/strategies.md)");
-  }
-}
-
 }  // namespace
 }  // namespace tpusim

@@ -8,6 +8,7 @@ HOST_PARAMS = [
     "host.storage_read_gbps", "host.example_bytes", "host.map_us", "host.num_parallel_calls",
     "host.prefetch_batches", "host.cache", "host.epoch_examples", "host.infeed_bytes_per_example",
     "host.pcie_gbps", "host.pcie_latency_us", "host.checkpoint_every_steps", "host.storage_write_gbps",
+    "host.chips_per_host",
 ]
 
 

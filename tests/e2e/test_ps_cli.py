@@ -57,7 +57,7 @@ def test_options_reach_the_model(tpusim_bin, tmp_path):
 
 
 @pytest.mark.parametrize("args,code,message", [
-    (["--strategy", "mirrored"], 4, "unsupported strategy 'mirrored' (implemented: ps"),
+    (["--strategy", "central_storage"], 2, "unknown strategy 'central_storage' (mirrored, multi_worker_mirrored"),
     (["--strategy", "ps", "--sharding", "hash"], 2,
      "unknown sharding policy 'hash' (known: round_robin, size_balanced, dynamic)"),
     (["--strategy", "ps", "--ps-tasks", "0"], 2, "--ps-tasks must be > 0"),

@@ -311,7 +311,7 @@ TEST(IciCollectives, ReducedBytesClosedFormMatchesTheDecomposition) {
             3 * ((1u << 20) + (1u << 18) + (1u << 16)) / 4);
   EXPECT_EQ(allReduceAlgorithmFromName("bidirectional_ring"), AllReduceAlgorithm::kBidirectionalRing);
   EXPECT_EQ(errorOf([] { allReduceAlgorithmFromName("tree"); }),
-            "unknown all-reduce algorithm 'tree' (torus, bidirectional_ring, ring)");
+            "unknown all-reduce algorithm 'tree' (torus, bidirectional_ring, ring, hierarchical)");
 }
 
 TEST(IciCollectives, BadGroupsAreOneLineErrors) {
