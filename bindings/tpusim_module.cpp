@@ -8,9 +8,18 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "api/compare_run.hpp"
 #include "api/functional.hpp"
+#include "api/ps_run.hpp"
+#include "api/reference_run.hpp"
+#include "api/run_files.hpp"
 #include "api/session.hpp"
+#include "api/strategy.hpp"
+#include "frontend/program_io.hpp"
+#include "frontend/train/precision_policy.hpp"
+#include "report/utilization_windows.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
 #include "sim/common/params.hpp"
@@ -24,6 +33,11 @@ std::string overrideText(const py::handle& value) {
   if (py::isinstance<py::bool_>(value))
     throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, "parameter values cannot be booleans");
   return py::str(value);
+}
+
+uint64_t positive(const std::string& name, int64_t value) {
+  if (value <= 0) throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, name + " must be > 0");
+  return static_cast<uint64_t>(value);
 }
 
 // The training keyword arguments of run() and reference(), by their RunRequest names.
@@ -66,18 +80,37 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.topology = value.cast<std::string>();
     else if (name == "all_reduce_bucket_mib")
       request.all_reduce_bucket_mib = value.cast<double>();
+    else if (name == "strategy")
+      request.strategy = value.cast<std::string>();
+    else if (name == "workers")
+      request.workers = positive(name, value.cast<int64_t>());
+    else if (name == "steps")
+      request.steps = value.cast<uint64_t>();
+    else if (name == "seed")
+      request.seed = value.cast<uint64_t>();
     else {
       throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "precision, matmul_precision, tiling_objective, topology, all_reduce_bucket_mib)");
+                              "precision, matmul_precision, tiling_objective, topology, all_reduce_bucket_mib; strategy, "
+                              "workers, steps, seed)");
     }
   }
 }
 
-py::object run(const std::string& path, const std::string& hw, std::optional<std::string> mode,
-               std::optional<int64_t> batch, std::optional<py::dict> overrides, const py::kwargs& training) {
+py::object jsonToPython(const nlohmann::ordered_json& json) {
+  return py::module_::import("json").attr("loads")(json.dump());
+}
+
+nlohmann::ordered_json pythonToJson(const py::dict& dict) {
+  return nlohmann::ordered_json::parse(py::str(py::module_::import("json").attr("dumps")(dict)).cast<std::string>());
+}
+
+// The request of a model function: the model, preset, mode, batch, overrides and keywords.
+tpusim::RunRequest modelRequest(const std::string& path, const std::string& hw, std::optional<std::string> mode,
+                                std::optional<int64_t> batch, const std::optional<py::dict>& overrides,
+                                const py::kwargs& training) {
   tpusim::RunRequest request;
   applyTraining(request, training);
   request.model_path = path;
@@ -87,12 +120,95 @@ py::object run(const std::string& path, const std::string& hw, std::optional<std
   if (overrides) {
     for (const auto& [key, value] : *overrides) request.overrides.emplace_back(py::str(key), overrideText(value));
   }
+  return request;
+}
+
+py::object run(const std::string& path, const std::string& hw, std::optional<std::string> mode,
+               std::optional<int64_t> batch, std::optional<py::dict> overrides, std::optional<std::string> out,
+               bool functional, bool instructions, const py::kwargs& training) {
+  tpusim::RunRequest request = modelRequest(path, hw, std::move(mode), batch, overrides, training);
+  request.functional = functional;
+  request.instruction_timeline = instructions;
   tpusim::RunOutcome outcome;
   {
     py::gil_scoped_release release;
     outcome = tpusim::runRequest(request);
+    if (out) tpusim::writeRunFiles(outcome, *out);
   }
-  return py::module_::import("json").attr("loads")(outcome.report.dump());
+  return jsonToPython(outcome.report);
+}
+
+// `tpusim compile`: the Program written to `output`, with its instruction count and the
+// wall time of each compiler stage.
+py::dict compile(const std::string& path, const std::string& output, const std::string& hw,
+                 std::optional<std::string> mode, std::optional<int64_t> batch, std::optional<py::dict> overrides,
+                 const py::kwargs& training) {
+  if (!tpusim::isProgramPath(output)) {
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                        "output must end in .tpuprog or .program.pb (binary), .tpuprog.txt or .pbtxt (text)");
+  }
+  const tpusim::RunRequest request = modelRequest(path, hw, std::move(mode), batch, overrides, training);
+  std::vector<tpusim::PassTiming> timings;
+  tpusim::program::Program program;
+  {
+    py::gil_scoped_release release;
+    program = tpusim::compileRequest(request, tpusim::resolveHardware(request), &timings);
+    tpusim::writeProgram(program, output);
+  }
+  py::dict result;
+  result["path"] = output;
+  result["chips"] = program.chips_size();
+  result["instructions"] = program.chips(0).instructions_size();
+  py::dict stages;
+  for (const tpusim::PassTiming& timing : timings) stages[py::str(timing.name)] = timing.seconds;
+  result["stage_seconds"] = stages;
+  return result;
+}
+
+// `tpusim reference`: the reference backend's timed step as its report (written with
+// its tensors to `out` when given, for compare()).
+py::object referenceReport(const std::string& path, std::optional<std::string> out, const std::string& backend,
+                           const std::string& numerics, int threads, int warmup, int repeats, const std::string& hw,
+                           std::optional<std::string> mode, std::optional<int64_t> batch,
+                           std::optional<py::dict> overrides, const py::kwargs& training) {
+  tpusim::ReferenceRequest request;
+  request.run = modelRequest(path, hw, std::move(mode), batch, overrides, training);
+  request.backend = backend;
+  request.numerics = numerics;
+  request.threads = threads;
+  request.timing.warmup = warmup;
+  request.timing.repeats = repeats;
+  tpusim::ReferenceOutcome outcome;
+  {
+    py::gil_scoped_release release;
+    outcome = tpusim::runReferenceBackend(request);
+    if (out) tpusim::writeReferenceFiles(outcome, *out);
+  }
+  return jsonToPython(outcome.report);
+}
+
+// Utilization over time per unit (report/utilization_windows.hpp) as numpy arrays.
+py::dict utilizationTimeline(const py::dict& report) {
+  const nlohmann::ordered_json json = pythonToJson(report);
+  if (!tpusim::hasInstructionTimeline(json)) {
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidInput,
+                        "the report has no instruction timeline (a run with instructions=False)");
+  }
+  const tpusim::UtilizationWindows windows = tpusim::utilizationWindows(json);
+  const auto count = static_cast<py::ssize_t>(windows.windows());
+  py::array_t<uint64_t> starts(count);
+  for (py::ssize_t w = 0; w < count; ++w) starts.mutable_data()[w] = windows.windowStart(static_cast<size_t>(w));
+  py::dict units;
+  for (size_t u = 0; u < windows.units.size(); ++u) {
+    py::array_t<double> utilization(count);
+    for (py::ssize_t w = 0; w < count; ++w) utilization.mutable_data()[w] = windows.utilization(u, static_cast<size_t>(w));
+    units[py::str(windows.units[u])] = utilization;
+  }
+  py::dict result;
+  result["window_cycles"] = windows.window_cycles;
+  result["start_cycle"] = starts;
+  result["units"] = units;
+  return result;
 }
 
 // numpy arrays in: float64, float32 or float16 for floating tensors (runReference converts
@@ -179,10 +295,44 @@ PYBIND11_MODULE(_core, m) {
     }
   });
   m.def("run", &run, py::arg("path"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
-        py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
-        "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict. Training "
+        py::arg("batch") = py::none(), py::arg("overrides") = py::none(), py::arg("out") = py::none(),
+        py::arg("functional") = false, py::arg("instructions") = true,
+        "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict; with `out`, write "
+        "the run directory as tpusim run --out (functional=True adds the step's tensors, for compare). Training "
         "keyword arguments: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, beta1, beta2, "
-        "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md).");
+        "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision, "
+        "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, strategy, workers, steps, seed.");
+  m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4",
+        py::arg("mode") = py::none(), py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
+        "Compile a model for a preset and write its Program (.tpuprog binary, .tpuprog.txt text), as tpusim "
+        "compile. Returns the path, chips, instructions and stage_seconds (each compiler stage's wall time). Takes "
+        "run()'s keyword arguments.");
+  m.def("reference_report", &referenceReport, py::arg("path"), py::arg("out") = py::none(),
+        py::arg("backend") = "cpu", py::arg("numerics") = "reference", py::arg("threads") = 1,
+        py::arg("warmup") = 1, py::arg("repeats") = 3, py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
+        py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
+        "Run one step on a reference backend (cpu, or cuda), timed per op, as tpusim reference; returns its "
+        "report as a dict, written with the step's tensors to directory `out` when given (for compare). seed= "
+        "sets the generated inputs, as run(functional=True, seed=...).");
+  m.def(
+      "compare",
+      [](const std::string& sim_report, const std::string& ref_report) {
+        return jsonToPython(tpusim::compareReportFiles(sim_report, ref_report));
+      },
+      py::arg("sim_report"), py::arg("ref_report"),
+      "Compare a simulation's report.json (run(out=..., functional=True)) with a reference backend's "
+      "(reference_report(out=...)), per op and per output tensor, as tpusim compare; returns compare.json as a "
+      "dict.");
+  m.def("utilization_timeline", &utilizationTimeline, py::arg("report"),
+        "Utilization over time per execution unit of a run's report: window_cycles, start_cycle (numpy array of "
+        "each window's first cycle) and units (name to a numpy array of its utilization per window).");
+  m.def(
+      "check_precision_policy",
+      [](const std::string& name) { return std::string(tpusim::precisionPolicyName(tpusim::parsePrecisionPolicy(name))); },
+      py::arg("name"), "The precision policy's name if tpusim builds it; otherwise tpusim.Error.");
+  m.def(
+      "check_strategy", [](const std::string& name) { tpusim::strategyFromName(name); }, py::arg("name"),
+        "Nothing if run(strategy=name) is built; otherwise tpusim.Error with the CLI's message.");
   m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
         py::arg("numerics") = "reference", py::arg("hw") = "tpuv4",

@@ -9,7 +9,7 @@
 #include <boost/program_options.hpp>
 
 #include "api/functional.hpp"
-#include "api/npy.hpp"
+#include "api/run_files.hpp"
 #include "api/session.hpp"
 #include "frontend/program_io.hpp"
 #include "report/report.hpp"
@@ -64,20 +64,10 @@ int runCommand(const std::vector<std::string>& args) {
   request.steps = steps;
   applyStrategyOptions(strategy, request);
   const RunOutcome outcome = runRequest(request);
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
-  writeReport(outcome.report, report_path);
-  const std::vector<std::string> views = writeReportViews(outcome.report, out_dir);
+  const std::vector<std::string> views = writeRunFiles(outcome, out_dir);
   std::cout << summarizeReport(outcome.report);
   if (functional) {
-    std::filesystem::create_directories(std::filesystem::path(out_dir) / "functional", ec);
-    for (const NamedValues* values : {&outcome.functional_inputs, &outcome.functional_outputs}) {
-      for (const auto& [name, value] : *values) {
-        writeNpy(value, (std::filesystem::path(out_dir) / functionalFileName(name)).string());
-      }
-    }
     std::cout << "functional   " << outcome.functional_outputs.size() << " outputs and "
               << outcome.functional_inputs.size() << " generated inputs in "
               << (std::filesystem::path(out_dir) / "functional").string() << "\n";

@@ -6,8 +6,8 @@
 #include <boost/program_options.hpp>
 
 #include "api/functional.hpp"
-#include "api/npy.hpp"
 #include "api/reference_run.hpp"
+#include "api/run_files.hpp"
 #include "apps/tpusim/commands.hpp"
 #include "apps/tpusim/model_options.hpp"
 #include "report/report.hpp"
@@ -41,15 +41,8 @@ int referenceCommand(const std::vector<std::string>& args) {
   request.run = toRequest(o);
   request.run.seed = seed;
   const ReferenceOutcome outcome = runReferenceBackend(request);
-  const std::filesystem::path out(out_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(out / "reference", ec);
-  if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + out_dir + "': " + ec.message());
-  for (const NamedValues* values : {&outcome.inputs, &outcome.outputs}) {
-    for (const auto& [name, value] : *values) writeNpy(value, (out / valueFileName("reference", name)).string());
-  }
-  const std::string report_path = (out / "report.json").string();
-  writeReport(outcome.report, report_path);
+  writeReferenceFiles(outcome, out_dir);
+  const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   const nlohmann::ordered_json& r = outcome.report;
   std::cout << "model        " << r["model"].get<std::string>() << "  mode " << r["mode"].get<std::string>()
             << "  batch " << r["batch"].get<int64_t>() << "\n"

@@ -1,11 +1,18 @@
 """tpusim: a cycle-level TPU simulator.
 
-Every function is the C++ library's (the extension tpusim._core); errors raise
-tpusim.Error with the one-line message the CLI prints. docs/python.md has the API.
+The functions are the C++ library's (the extension tpusim._core): run, compile,
+reference and reference_report also take a tpusim.keras model, and apply the strategy
+of an enclosing `with strategy.scope():` (tpusim.distribute) and the global precision
+policy (tpusim.mixed_precision). Errors raise tpusim.Error with the one-line message
+the CLI prints. docs/python.md has the API.
 """
 from tpusim import _core
-from tpusim._core import *  # noqa: F401,F403  (the names listed in __all__)
-from tpusim.sweep import sweep
+from tpusim._core import Error, compare, params, presets, set_log_level  # noqa: F401
+from tpusim import distribute, keras, mixed_precision  # noqa: F401
+from tpusim.session import compile, reference, reference_report, run  # noqa: F401,A004
+from tpusim.sweep import sweep  # noqa: F401
+from tpusim.tables import per_op_table, utilization_timeline  # noqa: F401
 
-__all__ = sorted([name for name in dir(_core) if not name.startswith("_")] + ["sweep"])
+__all__ = ["Error", "compare", "compile", "distribute", "keras", "mixed_precision", "params", "per_op_table",
+           "presets", "reference", "reference_report", "run", "set_log_level", "sweep", "utilization_timeline"]
 __version__ = "0.1.0"

@@ -12,9 +12,52 @@ def run(
     mode: Optional[str] = None,
     batch: Optional[int] = None,
     overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
+    out: Optional[str] = None,
+    functional: bool = False,
+    instructions: bool = True,
     **training: Any,
 ) -> Dict[str, Any]:
-    """Simulate one step of a model (.onnx, HLO text) or saved Program; returns report.json as a dict."""
+    """Simulate one step of a model (.onnx, HLO text) or saved Program; returns report.json as a dict.
+    out: write the run directory as tpusim run --out; functional: also the step's tensors (for compare)."""
+
+def compile(
+    path: str,
+    output: str,
+    hw: str = "tpuv4",
+    mode: Optional[str] = None,
+    batch: Optional[int] = None,
+    overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
+    **training: Any,
+) -> Dict[str, Any]:
+    """Compile a model and write its Program; returns path, chips, instructions and stage_seconds."""
+
+def reference_report(
+    path: str,
+    out: Optional[str] = None,
+    backend: str = "cpu",
+    numerics: str = "reference",
+    threads: int = 1,
+    warmup: int = 1,
+    repeats: int = 3,
+    hw: str = "tpuv4",
+    mode: Optional[str] = None,
+    batch: Optional[int] = None,
+    overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
+    **training: Any,
+) -> Dict[str, Any]:
+    """One step on a reference backend, timed per op (tpusim reference); its report, written to `out` if given."""
+
+def compare(sim_report: str, ref_report: str) -> Dict[str, Any]:
+    """compare.json of a simulation's report.json and a reference backend's (tpusim compare)."""
+
+def utilization_timeline(report: Mapping[str, Any]) -> Dict[str, Any]:
+    """window_cycles, start_cycle (numpy array) and units (name to numpy array of utilization per window)."""
+
+def check_precision_policy(name: str) -> str:
+    """The policy's name if tpusim builds it; otherwise tpusim.Error."""
+
+def check_strategy(name: str) -> None:
+    """Nothing if run(strategy=name) is built; otherwise tpusim.Error with the CLI's message."""
 
 def reference(
     path: str,

@@ -1,12 +1,12 @@
 """tpusim.sweep: one simulation per point of a grid of parameters and run options."""
 import itertools
 
-from tpusim import _core
+from tpusim import session
 from tpusim.progress import Progress
 
 
 def sweep(path, grid, hw="tpuv4", overrides=None, progress=None, **options):
-    """Simulates `path` at every point of `grid` and returns a list of results, in order.
+    """Simulates `path` (or a tpusim.keras model) at every point of `grid` and returns a list of results, in order.
 
     grid: names mapped to lists of values. A dotted name ("mxu.rows") is a hardware
     parameter, applied like an override; any other name ("batch", "hw", "precision",
@@ -39,7 +39,7 @@ def sweep(path, grid, hw="tpuv4", overrides=None, progress=None, **options):
                 run_overrides[name] = value
             else:
                 kwargs[name] = value
-        report = _core.run(path, overrides=run_overrides, **kwargs)
+        report = session.run(path, overrides=run_overrides, **kwargs)
         results.append({"point": point, "report": report})
         if progress:
             progress.step(" ".join(f"{k}={v}" for k, v in point.items()), report["total_cycles"])
