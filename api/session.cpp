@@ -306,7 +306,7 @@ RunOutcome runRequest(const RunRequest& request) {
   const HardwareParams hw = resolveHardware(request);
   RunOutcome outcome;
   outcome.program = compileRequest(request, hw);
-  const SimResult result = simulate(outcome.program, hw);
+  const SimResult result = simulate(outcome.program, hw, request.progress);
   outcome.report = buildReport(outcome.program, result, hw,
                                RunInfo{outcome.program.model(), request.overrides, request.instruction_timeline});
   if (request.steps > 0) {

@@ -13,6 +13,7 @@
 #include "frontend/ir/graph.hpp"
 #include "frontend/passes/pass_manager.hpp"
 #include "reference/cpu/mxu_gemm.hpp"
+#include "sim/chip/driver.hpp"
 #include "sim/common/params.hpp"
 #include "sim/interconnect/topology.hpp"
 #include "traces/program.pb.h"
@@ -72,6 +73,8 @@ struct RunRequest {
   // (ParameterServerStrategy over `workers` workers, 32 unless given; --steps, default 10).
   std::string strategy;
   std::optional<uint64_t> workers;
+  // Hears how far each simulation is (api/progress.hpp prints it); empty: nothing.
+  ProgressCallback progress;
 };
 
 // The training options a request asks for (names parsed, values not yet checked).

@@ -77,7 +77,9 @@ std::optional<Topology> strategySlice(Strategy strategy, const std::string& topo
 }
 
 nlohmann::ordered_json strategyEntry(Strategy strategy, const program::Program& program) {
-  const uint64_t replicas = program.replicas() < 1 ? 1 : program.replicas();
+  // Program.replicas counts chips; a tensor-parallel group of them is one replica, as in TF.
+  const uint64_t chips = program.replicas() < 1 ? 1 : program.replicas();
+  const uint64_t replicas = chips / (program.tensor_parallel() < 1 ? 1 : program.tensor_parallel());
   nlohmann::ordered_json entry;
   entry["name"] = strategyName(strategy);
   entry["class"] = strategyClassName(strategy);
@@ -87,7 +89,7 @@ nlohmann::ordered_json strategyEntry(Strategy strategy, const program::Program& 
   if (strategy == Strategy::kMirrored || strategy == Strategy::kMultiWorkerMirrored) {
     const uint64_t workers = program.hosts() < 1 ? 1 : program.hosts();
     entry["workers"] = workers;
-    entry["chips_per_host"] = replicas / workers;
+    entry["chips_per_host"] = chips / workers;
   }
   return entry;
 }

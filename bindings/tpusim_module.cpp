@@ -5,6 +5,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <unistd.h>
+
+#include <iostream>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,6 +15,7 @@
 
 #include "api/compare_run.hpp"
 #include "api/functional.hpp"
+#include "api/progress.hpp"
 #include "api/ps_run.hpp"
 #include "api/reference_run.hpp"
 #include "api/run_files.hpp"
@@ -125,10 +129,11 @@ tpusim::RunRequest modelRequest(const std::string& path, const std::string& hw, 
 
 py::object run(const std::string& path, const std::string& hw, std::optional<std::string> mode,
                std::optional<int64_t> batch, std::optional<py::dict> overrides, std::optional<std::string> out,
-               bool functional, bool instructions, const py::kwargs& training) {
+               bool functional, bool instructions, bool progress, const py::kwargs& training) {
   tpusim::RunRequest request = modelRequest(path, hw, std::move(mode), batch, overrides, training);
   request.functional = functional;
   request.instruction_timeline = instructions;
+  if (progress) request.progress = tpusim::progressTo(std::cerr, isatty(STDERR_FILENO) != 0);
   tpusim::RunOutcome outcome;
   {
     py::gil_scoped_release release;
@@ -296,9 +301,11 @@ PYBIND11_MODULE(_core, m) {
   });
   m.def("run", &run, py::arg("path"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("overrides") = py::none(), py::arg("out") = py::none(),
-        py::arg("functional") = false, py::arg("instructions") = true,
+        py::arg("functional") = false, py::arg("instructions") = true, py::arg("progress") = true,
         "Simulate one step of a model (.onnx) or saved Program and return report.json as a dict; with `out`, write "
-        "the run directory as tpusim run --out (functional=True adds the step's tensors, for compare). Training "
+        "the run directory as tpusim run --out (functional=True adds the step's tensors, for compare). A run past "
+        "a second shows its progress on stderr (a bar on a terminal, a line each 10 s otherwise) unless "
+        "progress=False. Training "
         "keyword arguments: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, beta1, beta2, "
         "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision, "
         "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, strategy, workers, steps, seed.");

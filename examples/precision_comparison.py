@@ -8,7 +8,6 @@ HBM bytes. Prints the step time, HBM traffic and peak memory of each policy.
 """
 import argparse
 
-import tpusim
 from tpusim import keras, mixed_precision
 from tpusim.keras import layers
 

@@ -6,9 +6,12 @@
 #include <iostream>
 #include <limits>
 
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 
 #include "api/functional.hpp"
+#include "api/progress.hpp"
 #include "api/run_files.hpp"
 #include "api/session.hpp"
 #include "frontend/program_io.hpp"
@@ -40,6 +43,7 @@ int runCommand(const std::vector<std::string>& args) {
   po::options_description desc = modelOptions(o);
   bool no_instructions = false;
   bool functional = false;
+  bool no_progress = false;
   uint64_t seed = 0;
   uint64_t steps = 0;
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir),
@@ -52,7 +56,9 @@ int runCommand(const std::vector<std::string>& args) {
       "precision-schedule", po::value(&o.training.precision_schedule),
       "adaptive precision: POLICY:STEPS,... (float32:100,mixed_bfloat16:900), each phase's step simulated once")(
       "no-instructions", po::bool_switch(&no_instructions),
-      "leave the per-instruction list out of report.json (per-op and per-layer figures stay)");
+      "leave the per-instruction list out of report.json (per-op and per-layer figures stay)")(
+      "no-progress", po::bool_switch(&no_progress),
+      "print no progress on stderr (otherwise a run past a second shows a bar on a terminal, a line each 10 s in a log)");
   StrategyOptions strategy;
   addStrategyOptions(desc, strategy);
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
@@ -63,6 +69,7 @@ int runCommand(const std::vector<std::string>& args) {
   request.seed = seed;
   request.steps = steps;
   applyStrategyOptions(strategy, request);
+  if (!no_progress) request.progress = progressTo(std::cerr, isatty(STDERR_FILENO) != 0);
   const RunOutcome outcome = runRequest(request);
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   const std::vector<std::string> views = writeRunFiles(outcome, out_dir);

@@ -10,6 +10,7 @@
 
 #include "api/compare_run.hpp"
 #include "apps/tpusim/commands.hpp"
+#include "apps/tpusim/model_options.hpp"
 #include "report/compare_format.hpp"
 #include "report/html_report.hpp"
 #include "report/report.hpp"
@@ -36,17 +37,7 @@ int compareCommand(const std::vector<std::string>& args) {
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")("out", po::value(&out_dir)->default_value(out_dir),
                                                  "directory for compare.csv, numerics.csv, compare.json and compare.html");
-  po::options_description all;
-  all.add(desc).add_options()("report", po::value(&reports)->composing(), "reports");
-  po::positional_options_description positional;
-  positional.add("report", 2);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << usage << "\n" << desc;
-    return 0;
-  }
-  po::notify(vm);
+  if (!parsePositionals(args, desc, usage, "report", 2, &reports)) return 0;
   if (reports.size() != 2) throw Error(ErrorKind::kInvalidConfig, "compare needs two reports (" + usage + ")");
   const nlohmann::ordered_json comparison = compareReportFiles(reports[0], reports[1]);
   const std::filesystem::path out(out_dir);

@@ -61,14 +61,15 @@ po::options_description modelOptions(ModelOptions& o) {
   return desc;
 }
 
-bool parse(const std::vector<std::string>& args, po::options_description& desc, const std::string& usage,
-           bool wants_model, std::string* model) {
+bool parsePositionals(const std::vector<std::string>& args, po::options_description& desc, const std::string& usage,
+                      const std::string& positional_name, int max_positionals, std::vector<std::string>* positionals) {
   po::options_description all;
   all.add(desc);
-  std::string positional_model;
-  if (wants_model) all.add_options()("model", po::value(&positional_model), "model");
   po::positional_options_description positional;
-  if (wants_model) positional.add("model", 1);
+  if (max_positionals > 0) {
+    all.add_options()(positional_name.c_str(), po::value(positionals)->composing(), positional_name.c_str());
+    positional.add(positional_name.c_str(), max_positionals);
+  }
   po::variables_map vm;
   po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
   if (vm.count("help")) {
@@ -76,9 +77,16 @@ bool parse(const std::vector<std::string>& args, po::options_description& desc, 
     return false;
   }
   po::notify(vm);
+  return true;
+}
+
+bool parse(const std::vector<std::string>& args, po::options_description& desc, const std::string& usage,
+           bool wants_model, std::string* model) {
+  std::vector<std::string> positionals;
+  if (!parsePositionals(args, desc, usage, "model", wants_model ? 1 : 0, &positionals)) return false;
   if (wants_model) {
-    if (positional_model.empty()) throw Error(ErrorKind::kInvalidConfig, "missing MODEL argument (" + usage + ")");
-    *model = positional_model;
+    if (positionals.empty()) throw Error(ErrorKind::kInvalidConfig, "missing MODEL argument (" + usage + ")");
+    *model = positionals.front();
   }
   return true;
 }

@@ -28,7 +28,14 @@ struct ModelOptions {
 
 boost::program_options::options_description modelOptions(ModelOptions& o);
 
-// Parses `args`; returns false (after printing help) when --help was asked for.
+// Parses `args`, with up to `max_positionals` positional arguments (named
+// `positional_name` in errors) stored in `positionals`; returns false (after
+// printing help) when --help was asked for.
+bool parsePositionals(const std::vector<std::string>& args, boost::program_options::options_description& desc,
+                      const std::string& usage, const std::string& positional_name, int max_positionals,
+                      std::vector<std::string>* positionals);
+
+// The same with one MODEL argument when `wants_model`.
 bool parse(const std::vector<std::string>& args, boost::program_options::options_description& desc,
            const std::string& usage, bool wants_model, std::string* model);
 

@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 
 #include "apps/tpusim/commands.hpp"
+#include "apps/tpusim/model_options.hpp"
 #include "report/run_outputs.hpp"
 #include "sim/common/error.hpp"
 
@@ -14,20 +15,11 @@ namespace po = boost::program_options;
 
 int reportCommand(const std::vector<std::string>& args) {
   const std::string usage = "usage: tpusim report RUN_DIR (a directory holding report.json, e.g. tpusim run --out)";
-  std::string dir;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help");
-  po::options_description all;
-  all.add(desc).add_options()("run_dir", po::value(&dir), "run directory");
-  po::positional_options_description positional;
-  positional.add("run_dir", 1);
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-  if (vm.count("help")) {
-    std::cout << usage << "\n" << desc;
-    return 0;
-  }
-  po::notify(vm);
+  std::vector<std::string> dirs;
+  if (!parsePositionals(args, desc, usage, "run_dir", 1, &dirs)) return 0;
+  const std::string dir = dirs.empty() ? std::string() : dirs.front();
   if (dir.empty()) throw Error(ErrorKind::kInvalidConfig, "missing RUN_DIR argument (" + usage + ")");
   const auto report = readRunReport(dir);
   std::vector<std::string> written;

@@ -72,6 +72,22 @@ bool isElementwiseBinary(OpType type) {
          type == OpType::kMaximum || type == OpType::kMinimum;
 }
 
+bool isElementwise(OpType type) {
+  switch (type) {
+    case OpType::kScale:
+    case OpType::kRelu:
+    case OpType::kReluGrad:
+    case OpType::kUnary:
+    case OpType::kUnaryGrad:
+    case OpType::kCast:
+    case OpType::kCompare:
+    case OpType::kWhere:
+    case OpType::kPow:
+    case OpType::kPowGrad: return true;
+    default: return isElementwiseBinary(type);
+  }
+}
+
 int Graph::newTensor(const std::string& name, Shape shape, DType dtype, TensorRole role) {
   std::string what = "tensor '";
   what.append(name).append("'");

@@ -95,6 +95,8 @@ enum class OpType {
 };
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
+// Output element i depends only on element i of each (broadcast) operand.
+bool isElementwise(OpType type);
 
 // kMax and kMin apply to Reduce and AllReduce only.
 enum class Reduction { kNone, kSum, kMean, kMax, kMin };

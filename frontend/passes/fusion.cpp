@@ -7,20 +7,14 @@ namespace tpusim {
 using ir::OpType;
 
 bool isFusibleElementwise(OpType type) {
+  // Casts, comparisons and maximum/minimum stay ops of their own: the set the
+  // pass was built and validated with (widening it changes every Program).
   switch (type) {
-    case OpType::kAdd:
-    case OpType::kSub:
-    case OpType::kMul:
-    case OpType::kDiv:
-    case OpType::kScale:
-    case OpType::kRelu:
-    case OpType::kReluGrad:
-    case OpType::kUnary:
-    case OpType::kUnaryGrad:
-    case OpType::kWhere:
-    case OpType::kPow:
-    case OpType::kPowGrad: return true;
-    default: return false;
+    case OpType::kCast:
+    case OpType::kCompare:
+    case OpType::kMaximum:
+    case OpType::kMinimum: return false;
+    default: return ir::isElementwise(type);
   }
 }
 

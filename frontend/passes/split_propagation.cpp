@@ -261,24 +261,9 @@ class Propagation {
       case OpType::kOptimizerUpdate:
         if (op.update_target == ir::UpdateTarget::kStep) return wholeOnly(op);
         return elementwise(op);
-      case OpType::kAdd:
-      case OpType::kSub:
-      case OpType::kMul:
-      case OpType::kDiv:
-      case OpType::kScale:
-      case OpType::kRelu:
-      case OpType::kReluGrad:
-      case OpType::kUnary:
-      case OpType::kUnaryGrad:
-      case OpType::kCast:
-      case OpType::kMaximum:
-      case OpType::kMinimum:
-      case OpType::kCompare:
-      case OpType::kWhere:
-      case OpType::kPow:
       case OpType::kSgdUpdate:
       case OpType::kAllReduce: return elementwise(op);
-      default: return wholeOnly(op);
+      default: return ir::isElementwise(op.type) ? elementwise(op) : wholeOnly(op);
     }
   }
 

@@ -1,5 +1,7 @@
 #include "sim/chip/driver.hpp"
 
+#include <algorithm>
+
 #include <systemc>
 
 #include "sim/chip/pod.hpp"
@@ -73,9 +75,33 @@ IciResult iciResultOf(const Pod& pod) {
   return ici;
 }
 
+// Runs the elaborated simulation to its end: all at once, or slice by slice with a
+// progress report after each. Every unit waits on events only (no free-running
+// clock), so the simulation ends by starving once the last instruction retired.
+void runToEnd(const Scoreboard& scoreboard, const ClockDomain& clock, const ProgressCallback& progress,
+              uint64_t slice_cycles) {
+  if (!progress) {
+    sc_core::sc_start();
+    return;
+  }
+  const sc_core::sc_time slice = clock.cycles(std::max<uint64_t>(slice_cycles, 1));
+  progress({0, scoreboard.size(), 0});  // the start
+  bool initialized = false;  // before the first sc_start no event is scheduled yet
+  do {
+    // A window with no event in it would not move time (SC_EXIT_ON_STARVATION leaves it at
+    // the last event processed, so the end time is the run's), so a window reaches at least
+    // the next event.
+    const sc_core::sc_time window = initialized ? std::max(slice, sc_core::sc_time_to_pending_activity()) : slice;
+    initialized = true;
+    sc_core::sc_start(window, sc_core::SC_EXIT_ON_STARVATION);
+    progress({scoreboard.retiredCount(), scoreboard.size(), clock.cyclesAt(sc_core::sc_time_stamp())});
+  } while (sc_core::sc_pending_activity());
+}
+
 }  // namespace
 
-SimResult simulate(const program::Program& program, const HardwareParams& hw) {
+SimResult simulate(const program::Program& program, const HardwareParams& hw, const ProgressCallback& progress,
+                   uint64_t slice_cycles) {
   const config::HardwareConfig& config = hw.config();
   validateProgram(program, config);
   if (program.chips_size() != 1) {
@@ -106,7 +132,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw) {
     {
       Pod pod("pod", hw, topology, program.chips(0), context);
       try {
-        sc_core::sc_start();
+        runToEnd(pod.chip().scoreboard(), clock, progress, slice_cycles);
       } catch (const Error&) {
         throw;
       } catch (const std::exception& error) {

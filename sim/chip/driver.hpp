@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -42,7 +43,23 @@ struct SimResult {
   std::optional<IciResult> ici;  // runs on a slice of two or more chips
 };
 
+// How far a running simulation is: chip 0's instructions retired of its total,
+// and the simulated cycles so far.
+struct SimProgress {
+  uint64_t retired = 0;
+  uint64_t instructions = 0;
+  uint64_t cycles = 0;
+};
+using ProgressCallback = std::function<void(const SimProgress&)>;
+
+// Simulated cycles between two progress reports.
+inline constexpr uint64_t kProgressSliceCycles = uint64_t{1} << 20;
+
 // Validates `program` against `hw` (throwing Error on a mismatch), then simulates it.
-SimResult simulate(const program::Program& program, const HardwareParams& hw);
+// With `progress`, SystemC runs in windows of at least `slice_cycles` and the callback
+// hears once at the start (nothing retired, cycle 0) and after each window (the last
+// report has every instruction retired); the results are the same bit for bit.
+SimResult simulate(const program::Program& program, const HardwareParams& hw, const ProgressCallback& progress = {},
+                   uint64_t slice_cycles = kProgressSliceCycles);
 
 }  // namespace tpusim

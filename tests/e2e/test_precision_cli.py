@@ -33,7 +33,7 @@ def test_mixed_bfloat16_halves_resnet50_memory_and_speeds_its_step(tpusim_bin, t
 
 def test_mixed_bfloat16_functional_step_stays_near_float32(tpusim_bin, tmp_path):
     args = ("--batch", "8", "--functional", "--seed", "3")
-    f32 = run(tpusim_bin, tmp_path / "f32", "mlp.onnx", *args)
+    run(tpusim_bin, tmp_path / "f32", "mlp.onnx", *args)  # the float32 tensors, read below
     bf16 = run(tpusim_bin, tmp_path / "bf16", "mlp.onnx", *args, "--precision", "mixed_bfloat16")
     files = {e["name"]: e for e in bf16["functional"]["outputs"]}
     assert files["0.weight:updated"]["dtype"] == "f32"  # the variables stay f32

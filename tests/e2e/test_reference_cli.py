@@ -4,7 +4,6 @@ import pathlib
 import subprocess
 
 import numpy as np
-import pytest
 
 TRACES = pathlib.Path(__file__).resolve().parents[2] / "traces"
 MLP = str(TRACES / "mlp.onnx")

@@ -20,6 +20,8 @@ RUNS = {
     "cmem": ["mlp.onnx", "--set", "cmem.mode=cache", "--set", "hbm.model=dram_memoized", "--no-instructions"],
     "ps": ["dlrm.onnx", "--strategy", "ps", "--steps", "2", "--no-instructions"],
     "schedule": ["mlp.onnx", "--precision-schedule", "float32:2,mixed_bfloat16:3", "--no-instructions"],
+    "workers": ["mlp.onnx", "--strategy", "multi_worker_mirrored", "--workers", "2", "--no-instructions"],
+    "tensor_parallel": ["mlp.onnx", "--strategy", "tpu", "--topology", "2x2x1", "--tp", "2", "--no-instructions"],
 }
 # Maps keyed by data (unit, stat or tensor names), not fields: their keys are not schema.
 KEYED_BY_NAME = {"units", "stats", "bytes_by_role", "single_policy_time_s", "counters"}

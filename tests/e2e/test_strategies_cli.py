@@ -50,6 +50,15 @@ def test_mirrored_is_tpu_strategy_on_one_hosts_slice(tpusim_bin, mlp_path, tmp_p
     assert tpu["strategy"]["global_batch"] == tpu["interconnect"]["global_batch"] == 128
 
 
+def test_a_tensor_parallel_group_is_one_replica_in_sync(tpusim_bin, mlp_path, tmp_path):
+    # As in TF: the chips of a model-parallel group hold one replica and share its examples.
+    tpu = report_of(tpusim_bin, tmp_path, "tpu_tp", mlp_path, "--strategy", "tpu", "--topology", "2x2x1",
+                    "--tp", "2")
+    assert tpu["strategy"]["num_replicas_in_sync"] == 2
+    assert tpu["strategy"]["global_batch"] == tpu["interconnect"]["global_batch"] == 64
+    assert tpu["parallelism"] == {"dp": 2, "tp": 2, "pp": 1}
+
+
 def test_multi_worker_mirrored_adds_the_dcn_share_of_the_all_reduce(tpusim_bin, mlp_path, tmp_path):
     # One bucket of every gradient, launched at the end of the backward pass: nothing overlaps it.
     bucket = ("--all-reduce-bucket-mib", "100")

@@ -4,7 +4,6 @@ and slice/concatenate/compare/select/reduce-max."""
 import pathlib
 
 import numpy as np
-import pytest
 
 import tpusim
 

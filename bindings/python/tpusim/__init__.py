@@ -6,7 +6,6 @@ of an enclosing `with strategy.scope():` (tpusim.distribute) and the global prec
 policy (tpusim.mixed_precision). Errors raise tpusim.Error with the one-line message
 the CLI prints. docs/python.md has the API.
 """
-from tpusim import _core
 from tpusim._core import Error, compare, params, presets, set_log_level  # noqa: F401
 from tpusim import distribute, keras, mixed_precision  # noqa: F401
 from tpusim.session import compile, reference, reference_report, run  # noqa: F401,A004

@@ -15,10 +15,12 @@ def run(
     out: Optional[str] = None,
     functional: bool = False,
     instructions: bool = True,
+    progress: bool = True,
     **training: Any,
 ) -> Dict[str, Any]:
     """Simulate one step of a model (.onnx, HLO text) or saved Program; returns report.json as a dict.
-    out: write the run directory as tpusim run --out; functional: also the step's tensors (for compare)."""
+    out: write the run directory as tpusim run --out; functional: also the step's tensors (for compare);
+    progress: a run past a second shows its progress on stderr."""
 
 def compile(
     path: str,

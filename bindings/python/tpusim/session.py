@@ -56,13 +56,14 @@ def with_policy(model, options):
 
 
 def run(model, hw="tpuv4", mode=None, batch=None, overrides=None, out=None, functional=False, instructions=True,
-        **options):
-    """Simulates one step of `model` (a path or a tpusim.keras model); returns report.json as a dict."""
+        progress=True, **options):
+    """Simulates one step of `model` (a path or a tpusim.keras model); returns report.json as a dict.
+    A run past a second shows its progress on stderr unless progress=False."""
     overrides = dict(overrides or {})
     options = with_policy(model, distribute.get_strategy().apply(options, overrides))
     with ModelFile(model, mode, options) as file:
         return _core.run(file.path, hw=hw, mode=file.mode, batch=batch, overrides=overrides or None, out=out,
-                         functional=functional, instructions=instructions, **options)
+                         functional=functional, instructions=instructions, progress=progress, **options)
 
 
 def compile(model, output, hw="tpuv4", mode=None, batch=None, overrides=None, **options):  # noqa: A001

@@ -39,7 +39,7 @@ def sweep(path, grid, hw="tpuv4", overrides=None, progress=None, **options):
                 run_overrides[name] = value
             else:
                 kwargs[name] = value
-        report = session.run(path, overrides=run_overrides, **kwargs)
+        report = session.run(path, overrides=run_overrides, progress=False, **kwargs)
         results.append({"point": point, "report": report})
         if progress:
             progress.step(" ".join(f"{k}={v}" for k, v in point.items()), report["total_cycles"])
