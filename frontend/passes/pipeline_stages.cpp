@@ -50,7 +50,8 @@ LayerAssignment assignPipelineLayers(const ir::Graph& graph) {
     forward_layer.emplace(names[i], current);
   }
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (isForward(ops[i])) continue;
+    // A gradient sum goes where its operands are, so that a stage sends the sum, not its parts.
+    if (isForward(ops[i]) || ops[i].name.find(".grad_sum") != std::string::npos) continue;
     const auto found = forward_layer.find(names[i]);
     if (found != forward_layer.end()) out.of_op[i] = found->second;
   }

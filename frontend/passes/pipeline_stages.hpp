@@ -5,9 +5,10 @@
 // names) holding a forward op that reads a weight: a Linear, a convolution, a layer
 // norm, an embedding. A forward op of a layer without weights (an activation, a
 // reshape, the loss) joins the weighted layer before it (the first one, before any).
-// A backward op joins the layer of the forward op it differentiates (its name, or,
-// for a gradient sum named after its tensor, the earliest stage among its operands'
-// producers); an optimizer update joins the layer that first reads its weight. The
+// A backward op joins the layer of the forward op it differentiates (by its name); a
+// gradient sum, or an op whose name names no forward layer, goes to the earliest stage
+// among its operands' producers (stage 0 if none); an optimizer update joins the layer
+// that first reads its weight. The
 // stages take equal numbers of consecutive layers; P must divide the layer count.
 //
 // Each stage becomes its own graph: the tensors it reads from another stage are its
