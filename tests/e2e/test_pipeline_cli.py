@@ -87,3 +87,11 @@ def test_bad_pipeline_inputs_give_one_line_errors(tpusim_bin, mlp_path, tmp_path
     assert result.returncode == code, result.stderr
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_compile_does_not_write_a_pipeline(tpusim_bin, mlp_path, tmp_path):
+    result = run(tpusim_bin, "compile", mlp_path, "--topology", "3x1x1", "--pp", "3", "-o", str(tmp_path / "p.tpuprog"))
+    assert result.returncode == 4, result.stderr
+    assert "--pp 3: a pipeline is one Program per stage; tpusim run simulates it, tpusim compile does not write it" \
+        in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
