@@ -3,6 +3,7 @@
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
 #include "api/parallel_degrees.hpp"
+#include "api/pipeline_run.hpp"
 #include "api/precision_schedule.hpp"
 #include "api/ps_run.hpp"
 #include "api/strategy.hpp"
@@ -110,8 +111,9 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   lower.topology = sliceOf(request, hw);
   const ParallelDegrees degrees = parallelDegreesOf(request, lower.topology);
   if (degrees.pp > 1) {
-    throw Error(ErrorKind::kUnsupported,
-                "--pp " + std::to_string(degrees.pp) + ": pipeline parallelism is not supported yet");
+    throw Error(ErrorKind::kUnsupported, "--pp " + std::to_string(degrees.pp) +
+                                             ": a pipeline is one Program per stage; tpusim run simulates it, "
+                                             "tpusim compile does not write it");
   }
   lower.tensor_parallel = degrees.tp;
   if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
@@ -304,6 +306,7 @@ RunOutcome runRequest(const RunRequest& request) {
     }
   }
   const HardwareParams hw = resolveHardware(request);
+  if (request.pipeline_parallel != 1) return runPipeline(request, hw);
   RunOutcome outcome;
   outcome.program = compileRequest(request, hw);
   const SimResult result = simulate(outcome.program, hw, request.progress);

@@ -37,6 +37,9 @@ struct RunRequest {
   int64_t data_parallel = 0;
   int64_t tensor_parallel = 1;
   int64_t pipeline_parallel = 1;
+  // With pipeline_parallel > 1 (api/pipeline_run.hpp): "gpipe" or "1f1b", over
+  // micro_batches micro-batches of batch / micro_batches examples (then no accumulation).
+  std::string pipeline_schedule = "1f1b";
   ParamOverrides overrides;         // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
   // gradient accumulation and rematerialization. Checked by buildTrainingGraph.
@@ -51,7 +54,7 @@ struct RunRequest {
   double epsilon = 1e-8;          // Adam, Adagrad
   double weight_decay = 0;        // L2 (AdamW: decoupled)
   bool adamw = false;             // Adam: decoupled weight decay
-  int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch
+  int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch (--pp: the pipeline's)
   std::string remat = "none";     // none or all
   std::string precision = "float32";  // Keras policy: float32, mixed_bfloat16 or mixed_float16 (frontend/train/precision_policy.hpp)
   // Adaptive precision by schedule, "POLICY:STEPS,..." (api/precision_schedule.hpp); empty: none.

@@ -505,6 +505,21 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
                   100.0 * ici["max_link_utilization"].get<double>());
     out << line;
   }
+  if (report.contains("pipeline")) {
+    const auto& p = report["pipeline"];
+    std::snprintf(line, sizeof(line),
+                  "pipeline     %s, %llu stages of %llu layers on %s blocks, %llu micro-batches of %llu: step %llu "
+                  "cycles (%.3f us), bubble %.1f%% (equal stages: %.1f%%); the rest of this summary is stage 0, "
+                  "one micro-batch\n",
+                  p["schedule"].get<std::string>().c_str(), static_cast<unsigned long long>(p["stages"].get<uint64_t>()),
+                  static_cast<unsigned long long>(p["layers"].get<uint64_t>() / p["stages"].get<uint64_t>()),
+                  p["stage_block"].get<std::string>().c_str(),
+                  static_cast<unsigned long long>(p["micro_batches"].get<uint64_t>()),
+                  static_cast<unsigned long long>(p["micro_batch_size"].get<uint64_t>()),
+                  static_cast<unsigned long long>(p["step_cycles"].get<uint64_t>()), p["step_time_s"].get<double>() * 1e6,
+                  100.0 * p["bubble"].get<double>(), 100.0 * p["ideal_bubble"].get<double>());
+    out << line;
+  }
   if (report.contains("host")) {
     const auto& h = report["host"];
     std::snprintf(line, sizeof(line),

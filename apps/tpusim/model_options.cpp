@@ -27,7 +27,9 @@ po::options_description modelOptions(ModelOptions& o) {
       "tp", po::value(&o.training.tensor_parallel)->default_value(1),
       "with --topology: tensor-parallel degree, Megatron matmul pairs split over consecutive chips")(
       "pp", po::value(&o.training.pipeline_parallel)->default_value(1),
-      "with --topology: pipeline-parallel degree (not supported yet)")(
+      "with --topology: pipeline-parallel degree, the layers cut into this many stages (docs/strategies.md)")(
+      "pipeline-schedule", po::value(&o.training.pipeline_schedule)->default_value(o.training.pipeline_schedule),
+      "with --pp: gpipe or 1f1b")(
       "set", po::value(&o.sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&o.log_level)->default_value(o.log_level),
       "trace, debug, info, warn, error, critical or off")(
@@ -54,7 +56,7 @@ po::options_description modelOptions(ModelOptions& o) {
       "weight-decay", po::value(&t.weight_decay)->default_value(t.weight_decay, "0"), "L2 weight decay (>= 0)")(
       "adamw", po::bool_switch(&t.adamw), "Adam: decoupled weight decay (AdamW)")(
       "micro-batches", po::value(&t.micro_batches)->default_value(t.micro_batches),
-      "gradient accumulation over K slices of the batch (K divides it)")(
+      "gradient accumulation over K slices of the batch (K divides it); with --pp the pipeline's micro-batches")(
       "remat", po::value(&t.remat)->default_value(t.remat),
       "activation rematerialization: none, or all (recompute forward activations in backward)");
   desc.add(train);

@@ -76,7 +76,8 @@ BAD_DEGREES = [
     (["--topology", "4x4x4", "--tp", "0"], 2, "--tp must be >= 1"),
     (["--topology", "4x4x4", "--dp", "-1"], 2, "--dp must be >= 1"),
     (["--topology", "3x1x1", "--tp", "3"], 4, "tensor parallel over 3 chips: no matmul pair splits evenly"),
-    (["--topology", "2x1x1", "--pp", "2"], 4, "--pp 2: pipeline parallelism is not supported yet"),
+    (["--topology", "2x1x1", "--pp", "2"], 2,
+     "--pp 2 does not divide the 3 layers of mlp.onnx (a layer is a module with weights; docs/strategies.md)"),
 ]
 
 

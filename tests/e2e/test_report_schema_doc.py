@@ -19,6 +19,7 @@ RUNS = {
     "host": ["mlp.onnx", "--steps", "3", "--no-instructions"],
     "cmem": ["mlp.onnx", "--set", "cmem.mode=cache", "--set", "hbm.model=dram_memoized", "--no-instructions"],
     "ps": ["dlrm.onnx", "--strategy", "ps", "--steps", "2", "--no-instructions"],
+    "pipeline": ["mlp.onnx", "--topology", "3x1x1", "--pp", "3", "--micro-batches", "4", "--no-instructions"],
     "schedule": ["mlp.onnx", "--precision-schedule", "float32:2,mixed_bfloat16:3", "--no-instructions"],
     "workers": ["mlp.onnx", "--strategy", "multi_worker_mirrored", "--workers", "2", "--no-instructions"],
     "tensor_parallel": ["mlp.onnx", "--strategy", "tpu", "--topology", "2x2x1", "--tp", "2", "--no-instructions"],

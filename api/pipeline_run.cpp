@@ -1,0 +1,297 @@
+#include "api/pipeline_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "api/parallel_degrees.hpp"
+#include "api/strategy.hpp"
+#include "frontend/compile.hpp"
+#include "frontend/import/hlo_import.hpp"
+#include "frontend/passes/pipeline_stages.hpp"
+#include "frontend/program_io.hpp"
+#include "report/report.hpp"
+#include "sim/chip/driver.hpp"
+#include "sim/common/error.hpp"
+#include "sim/interconnect/collectives.hpp"
+#include "sim/interconnect/link_config.hpp"
+#include "sim/interconnect/ocs.hpp"
+#include "sim/pipeline/pipeline_schedule.hpp"
+
+namespace tpusim {
+
+namespace {
+
+void checkPipelineRequest(const RunRequest& request) {
+  const std::string pp = "--pp " + std::to_string(request.pipeline_parallel);
+  if (isProgramPath(request.model_path)) {
+    throw Error(ErrorKind::kUnsupported, pp + " cuts a model into stages; " + request.model_path +
+                                             " is already compiled (compile the model instead)");
+  }
+  if (isHloPath(request.model_path)) {
+    throw Error(ErrorKind::kUnsupported, pp + " cuts an ONNX model into stages; an HLO module runs as written");
+  }
+  if (request.mode.value_or("training") != "training") {
+    throw Error(ErrorKind::kInvalidConfig, pp + " pipelines a training step, not --mode " + *request.mode);
+  }
+  const Strategy strategy = strategyFromName(request.strategy);
+  if (strategy != Strategy::kNone && strategy != Strategy::kTpu) {
+    throw Error(ErrorKind::kUnsupported, pp + " runs on one ICI slice (--topology), not with --strategy " +
+                                             strategyName(strategy));
+  }
+  if (request.steps > 0 || request.functional || !request.precision_schedule.empty()) {
+    throw Error(ErrorKind::kUnsupported, pp + " simulates one step without values: --steps, --functional and "
+                                              "--precision-schedule do not apply");
+  }
+  if (request.precision != "float32") {
+    // A policy's weight casts are ops of no layer of their own; the cut does not place them yet.
+    throw Error(ErrorKind::kUnsupported, pp + " with --precision " + request.precision + ": not supported yet");
+  }
+  if (request.micro_batches < 1) throw Error(ErrorKind::kInvalidConfig, "--micro-batches must be >= 1");
+}
+
+// Stage s holds chips [s n, (s + 1) n) of the slice (n = chips / P): a block of whole
+// x lines, x-y planes or z layers, so its tensor- and data-parallel groups are laid out
+// as on a slice of that shape.
+Topology stageBlock(const Topology& slice, int64_t stages) {
+  const int64_t n = slice.numChips() / stages;
+  const int64_t x = slice.dim(0), y = slice.dim(1), z = slice.dim(2);
+  std::array<int64_t, 3> block{0, 0, 0};
+  if (n % (x * y) == 0 && z % (n / (x * y)) == 0) {
+    block = {x, y, n / (x * y)};
+  } else if (n % x == 0 && y % (n / x) == 0) {
+    block = {x, n / x, 1};
+  } else if (x % n == 0) {
+    block = {n, 1, 1};
+  } else {
+    throw Error(ErrorKind::kInvalidConfig, "--pp " + std::to_string(stages) + ": a stage's " + std::to_string(n) +
+                                               " chips are not a block of --topology " + slice.shapeString());
+  }
+  const std::string shape = slice.shapeString();
+  const size_t dims = static_cast<size_t>(std::count(shape.begin(), shape.end(), 'x')) + 1;
+  std::vector<int> dims_of(block.begin(), block.begin() + static_cast<std::ptrdiff_t>(dims));
+  return Topology(slice.kind(), dims_of, n);
+}
+
+// The Program's instructions by phase: forward, backward (autodiff names them ".grad"),
+// and the update (optimizer ops and the data-parallel gradient all-reduces).
+enum class Phase { kForward, kBackward, kUpdate };
+Phase phaseOf(const program::Instruction& ins) {
+  const std::string& op = ins.op();
+  const bool data_parallel = op.size() > 11 && op.compare(op.size() - 11, 11, ".all_reduce") == 0;
+  if (ins.op_type() == "SgdUpdate" || ins.op_type() == "OptimizerUpdate" || data_parallel) return Phase::kUpdate;
+  return op.find(".grad") != std::string::npos ? Phase::kBackward : Phase::kForward;
+}
+
+struct StageTimes {
+  uint64_t forward = 0, backward = 0, update = 0;  // cycles
+};
+
+// Forward: until the last forward instruction ends; backward: from there to the last
+// backward one; update: the rest of the step.
+StageTimes stageTimes(const program::ChipProgram& chip, const SimResult& result) {
+  uint64_t forward_end = 0, backward_end = 0;
+  for (const TimelineEvent& event : result.timeline.events()) {
+    const Phase phase = phaseOf(chip.instructions(static_cast<int>(event.instruction)));
+    if (phase == Phase::kForward) forward_end = std::max(forward_end, event.end_cycle);
+    if (phase == Phase::kBackward) backward_end = std::max(backward_end, event.end_cycle);
+  }
+  backward_end = std::max(backward_end, forward_end);
+  return {forward_end, backward_end - forward_end, result.total_cycles - std::min(result.total_cycles, backward_end)};
+}
+
+// One micro-batch's transfer across a boundary: every chip of stage `from`'s block sends
+// `bytes` to the chip at its place in stage `to`'s block, at once, over the slice's links.
+uint64_t boundaryPs(const HardwareParams& hw, const Topology& slice, int64_t block_chips, uint32_t from, uint32_t to,
+                    uint64_t bytes) {
+  if (bytes == 0) return 0;
+  Network network(slice, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing()));
+  const OcsConfig ocs_config = ocsConfigOf(hw);
+  const OcsWiring ocs = wireSlice(slice, ocs_config);
+  const auto ocs_ps = static_cast<uint64_t>(std::llround(ocs_config.insertion_latency_ns * 1e3));
+  if (ocs_ps > 0) {
+    for (const LinkId link : ocs.ocs_links) network.setExtraLatency(link, ocs_ps);
+  }
+  std::vector<Collective> sends;
+  for (int64_t c = 0; c < block_chips; ++c) {
+    sends.push_back(sendRecv(network, static_cast<ChipId>(from * block_chips + c),
+                             static_cast<ChipId>(to * block_chips + c), bytes));
+  }
+  network.run();
+  uint64_t done = 0;
+  for (const Collective& send : sends) done = std::max(done, send.finishTime(network));
+  return done;
+}
+
+void addTransferRecords(program::Program& program, uint32_t stage, const std::vector<StageTransfer>& transfers) {
+  for (const StageTransfer& transfer : transfers) {
+    if (transfer.from != stage && transfer.to != stage) continue;
+    program::PipelineTransfer* record = program.add_pipeline_transfers();
+    record->set_tensor(transfer.tensor);
+    record->set_bytes(transfer.bytes);
+    record->set_send(transfer.from == stage);
+    record->set_peer_stage(transfer.from == stage ? transfer.to : transfer.from);
+    record->set_gradient(transfer.gradient);
+  }
+}
+
+struct StageRun {
+  program::Program program;
+  SimResult result;
+  StageTimes times;
+};
+
+}  // namespace
+
+RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
+  checkPipelineRequest(request);
+  const std::optional<Topology> slice = sliceOf(request, hw);
+  const ParallelDegrees degrees = parallelDegreesOf(request, slice);
+  const PipelineSchedule schedule = pipelineScheduleFromName(request.pipeline_schedule);
+  const auto micro_batches = static_cast<uint32_t>(request.micro_batches);
+  const int64_t batch = request.batch.value_or(kDefaultBatch);
+  if (batch % request.micro_batches != 0) {
+    throw Error(ErrorKind::kInvalidConfig, "batch " + std::to_string(batch) + " does not divide into " +
+                                               std::to_string(micro_batches) + " micro-batches (--micro-batches)");
+  }
+  if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
+    throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
+  }
+  RunRequest micro = request;  // one micro-batch, no gradient accumulation
+  micro.batch = batch / request.micro_batches;
+  micro.micro_batches = 1;
+  micro.pipeline_parallel = 1;
+  const ModelGraph built = buildModelGraph(micro);
+  const std::string name = std::filesystem::path(request.model_path).filename().string();
+  const PipelineStages cut = splitPipelineStages(built.graph, degrees.pp, name);
+  const Topology block = stageBlock(*slice, degrees.pp);
+  const int64_t block_chips = block.numChips();
+
+  std::vector<StageRun> runs;
+  for (size_t s = 0; s < cut.stages.size(); ++s) {
+    LowerOptions lower{name, built.mode, static_cast<uint64_t>(*micro.batch)};
+    lower.matmul_precision = request.matmul_precision;
+    lower.tiling_objective = request.tiling_objective;
+    if (block_chips > 1) lower.topology = block;
+    lower.tensor_parallel = degrees.tp;
+    lower.all_reduce_bucket_bytes = static_cast<uint64_t>(std::ceil(request.all_reduce_bucket_mib * 1024 * 1024));
+    Compiled compiled = compileGraph(cut.stages[s].graph, hw, lower);
+    program::Program& program = compiled.program;
+    program.set_precision(request.precision);
+    program.set_pipeline_stage(static_cast<uint32_t>(s));
+    program.set_pipeline_stages(static_cast<uint32_t>(degrees.pp));
+    addTransferRecords(program, static_cast<uint32_t>(s), cut.transfers);
+    SimResult result = simulate(program, hw);
+    const StageTimes times = stageTimes(program.chips(0), result);
+    runs.push_back({std::move(program), std::move(result), times});
+  }
+
+  const double clock_hz = runs[0].result.clock_hz;
+  const auto period_ps = static_cast<uint64_t>(std::llround(1e12 / clock_hz));
+  const auto toCycles = [&](uint64_t ps) { return (ps + period_ps - 1) / period_ps; };
+  PipelineRequest plan;
+  plan.micro_batches = micro_batches;
+  plan.schedule = schedule;
+  for (size_t s = 0; s < runs.size(); ++s) {
+    plan.stages.push_back({runs[s].times.forward * period_ps, runs[s].times.backward * period_ps,
+                           cut.stages[s].activation_bytes});
+  }
+  struct Boundary {
+    uint64_t activation_bytes = 0, gradient_bytes = 0, forward_ps = 0, backward_ps = 0;
+  };
+  std::vector<Boundary> boundaries(runs.size() - 1);
+  for (const StageTransfer& transfer : cut.transfers) {
+    Boundary& b = boundaries[std::min(transfer.from, transfer.to)];
+    (transfer.gradient ? b.gradient_bytes : b.activation_bytes) += transfer.bytes;
+  }
+  for (size_t s = 0; s + 1 < runs.size(); ++s) {
+    Boundary& b = boundaries[s];
+    const auto up = static_cast<uint32_t>(s);
+    b.forward_ps = boundaryPs(hw, *slice, block_chips, up, up + 1, b.activation_bytes);
+    b.backward_ps = boundaryPs(hw, *slice, block_chips, up + 1, up, b.gradient_bytes);
+    // The schedule charges one time per boundary: the slower direction.
+    plan.send_ps.push_back(std::max(b.forward_ps, b.backward_ps));
+  }
+  const PipelineOutcome outcome = schedulePipeline(plan);
+
+  // Each stage updates once its last backward ends: the gradient all-reduce tail and the
+  // optimizer, as its one-micro-batch step ran them.
+  std::vector<uint64_t> last_end(runs.size(), 0);
+  for (const PipelineTask& task : outcome.tasks) last_end[task.stage] = std::max(last_end[task.stage], task.end_ps);
+  uint64_t step_ps = 0;
+  for (size_t s = 0; s < runs.size(); ++s) step_ps = std::max(step_ps, last_end[s] + runs[s].times.update * period_ps);
+
+  // Memory: the one-micro-batch plan holds one micro-batch's activations; the others in
+  // flight add theirs.
+  const auto capacity = static_cast<uint64_t>(hw.config().hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0);
+  std::vector<uint64_t> hbm_peak(runs.size());
+  for (size_t s = 0; s < runs.size(); ++s) {
+    const uint32_t in_flight = outcome.stages[s].peak_in_flight;
+    const uint64_t plan_bytes = runs[s].program.chips(0).memory().peak_bytes();
+    hbm_peak[s] = plan_bytes + (in_flight > 1 ? in_flight - 1 : 0) * cut.stages[s].activation_bytes;
+    if (hbm_peak[s] > capacity) {
+      throw Error(ErrorKind::kResource,
+                  "pipeline stage " + std::to_string(s) + " needs " + std::to_string(hbm_peak[s]) + " bytes of HBM (" +
+                      std::to_string(plan_bytes) + " for one micro-batch + " + std::to_string(in_flight - 1) +
+                      " more in flight x " + std::to_string(cut.stages[s].activation_bytes) + " activation bytes) but " +
+                      hw.name() + " has " + std::to_string(capacity));
+    }
+  }
+
+  RunOutcome out;
+  out.report = buildReport(runs[0].program, runs[0].result, hw,
+                           RunInfo{runs[0].program.model(), request.overrides, request.instruction_timeline});
+  out.report["parallelism"] = {{"dp", degrees.dp}, {"tp", degrees.tp}, {"pp", degrees.pp}};
+  nlohmann::ordered_json section;
+  section["schedule"] = pipelineScheduleName(schedule);
+  section["stages"] = degrees.pp;
+  section["micro_batches"] = micro_batches;
+  section["micro_batch_size"] = *micro.batch;
+  section["batch_per_replica"] = batch;
+  section["layers"] = static_cast<uint64_t>(cut.stages.size() * cut.stages[0].layers.size());
+  section["stage_block"] = block.shapeString();
+  section["step_cycles"] = toCycles(step_ps);
+  section["step_time_s"] = static_cast<double>(step_ps) * 1e-12;
+  section["schedule_cycles"] = toCycles(outcome.step_ps);
+  section["bubble"] = outcome.bubble;
+  section["ideal_bubble"] = equalStageBubble(static_cast<uint32_t>(degrees.pp), micro_batches);
+  nlohmann::ordered_json stages = nlohmann::ordered_json::array();
+  for (size_t s = 0; s < runs.size(); ++s) {
+    const StageOutcome& o = outcome.stages[s];
+    nlohmann::ordered_json stage;
+    stage["stage"] = s;
+    stage["layers"] = cut.stages[s].layers;
+    stage["first_chip"] = static_cast<int64_t>(s) * block_chips;
+    stage["chips"] = block_chips;
+    stage["forward_cycles"] = runs[s].times.forward;
+    stage["backward_cycles"] = runs[s].times.backward;
+    stage["update_cycles"] = runs[s].times.update;
+    stage["micro_batch_step_cycles"] = runs[s].result.total_cycles;
+    stage["busy_cycles"] = toCycles(o.busy_ps);
+    stage["idle_cycles"] = toCycles(o.idle_ps);
+    stage["peak_micro_batches_in_flight"] = o.peak_in_flight;
+    stage["activation_bytes"] = cut.stages[s].activation_bytes;
+    stage["peak_activation_bytes"] = o.peak_activation_bytes;
+    stage["hbm_peak_bytes"] = hbm_peak[s];
+    stage["instructions"] = runs[s].program.chips(0).instructions_size();
+    stages.push_back(stage);
+  }
+  section["per_stage"] = stages;
+  nlohmann::ordered_json bounds = nlohmann::ordered_json::array();
+  for (size_t s = 0; s < boundaries.size(); ++s) {
+    nlohmann::ordered_json b;
+    b["from_stage"] = s;
+    b["to_stage"] = s + 1;
+    b["activation_bytes"] = boundaries[s].activation_bytes;
+    b["gradient_bytes"] = boundaries[s].gradient_bytes;
+    b["forward_transfer_cycles"] = toCycles(boundaries[s].forward_ps);
+    b["backward_transfer_cycles"] = toCycles(boundaries[s].backward_ps);
+    bounds.push_back(b);
+  }
+  section["boundaries"] = bounds;
+  out.report["pipeline"] = section;
+  out.program = std::move(runs[0].program);
+  return out;
+}
+
+}  // namespace tpusim

@@ -1,0 +1,178 @@
+#include "frontend/passes/pipeline_stages.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "frontend/passes/layers.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim {
+
+namespace {
+
+using ir::OpType;
+using ir::TensorRole;
+
+bool isUpdate(const ir::Op& op) { return op.type == OpType::kSgdUpdate || op.type == OpType::kOptimizerUpdate; }
+// Autodiff names every backward op "<forward op>.grad..." and gradient sums "<tensor>.grad_sum<i>".
+bool isBackward(const ir::Op& op) { return !isUpdate(op) && op.name.find(".grad") != std::string::npos; }
+bool isForward(const ir::Op& op) { return !isUpdate(op) && !isBackward(op); }
+
+bool readsWeight(const ir::Graph& graph, const ir::Op& op) {
+  return std::any_of(op.inputs.begin(), op.inputs.end(),
+                     [&](int t) { return graph.tensor(t).role == TensorRole::kWeight; });
+}
+
+struct LayerAssignment {
+  std::vector<std::string> layers;  // the pipeline layers, in order
+  std::vector<int> of_op;           // per op: its pipeline layer, or -1 (placed by its operands)
+};
+
+LayerAssignment assignPipelineLayers(const ir::Graph& graph) {
+  const std::vector<std::string> names = assignLayers(graph);
+  const std::vector<ir::Op>& ops = graph.ops();
+  LayerAssignment out;
+  std::map<std::string, int> weighted;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!isForward(ops[i]) || !readsWeight(graph, ops[i]) || weighted.count(names[i])) continue;
+    weighted.emplace(names[i], static_cast<int>(out.layers.size()));
+    out.layers.push_back(names[i]);
+  }
+  std::map<std::string, int> forward_layer;  // every forward layer name -> its pipeline layer
+  out.of_op.assign(ops.size(), -1);
+  int current = 0;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!isForward(ops[i])) continue;
+    const auto found = weighted.find(names[i]);
+    if (found != weighted.end()) current = found->second;
+    out.of_op[i] = current;
+    forward_layer.emplace(names[i], current);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    // A gradient sum goes where its operands are, so that a stage sends the sum, not its parts.
+    if (isForward(ops[i]) || ops[i].name.find(".grad_sum") != std::string::npos) continue;
+    const auto found = forward_layer.find(names[i]);
+    if (found != forward_layer.end()) out.of_op[i] = found->second;
+  }
+  return out;
+}
+
+int aliasRoot(const ir::Graph& graph, int tensor) {
+  while (graph.tensor(tensor).alias_of >= 0) tensor = graph.tensor(tensor).alias_of;
+  return tensor;
+}
+
+}  // namespace
+
+std::vector<std::string> pipelineLayers(const ir::Graph& graph) { return assignPipelineLayers(graph).layers; }
+
+PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const std::string& model) {
+  const LayerAssignment assigned = assignPipelineLayers(graph);
+  const int64_t layers = static_cast<int64_t>(assigned.layers.size());
+  if (stages < 1 || layers == 0 || layers % stages != 0) {
+    throw Error(ErrorKind::kInvalidConfig, "--pp " + std::to_string(stages) + " does not divide the " +
+                                               std::to_string(layers) + " layers of " + model +
+                                               " (a layer is a module with weights; docs/strategies.md)");
+  }
+  const int64_t per_stage = layers / stages;
+  const std::vector<ir::Op>& ops = graph.ops();
+
+  // Each op's stage; one placed by its operands takes the earliest stage that made one.
+  std::vector<int> stage_of(ops.size(), 0);
+  std::vector<int> tensor_stage(graph.tensors().size(), -1);  // of its producer
+  for (size_t i = 0; i < ops.size(); ++i) {
+    int stage = assigned.of_op[i] >= 0 ? static_cast<int>(assigned.of_op[i] / per_stage) : -1;
+    if (stage < 0) {
+      for (int input : ops[i].inputs) {
+        const int made = tensor_stage[static_cast<size_t>(input)];
+        if (made >= 0) stage = stage < 0 ? made : std::min(stage, made);
+      }
+      stage = std::max(stage, 0);
+    }
+    stage_of[i] = stage;
+    for (int output : ops[i].outputs) tensor_stage[static_cast<size_t>(output)] = stage;
+  }
+
+  // Who reads each tensor, by stage.
+  std::vector<std::set<int>> read_in(graph.tensors().size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (int input : ops[i].inputs) read_in[static_cast<size_t>(input)].insert(stage_of[i]);
+  }
+  const std::set<int> outputs(graph.outputs().begin(), graph.outputs().end());
+
+  PipelineStages out;
+  out.stages.resize(static_cast<size_t>(stages));
+  for (int64_t s = 0; s < stages; ++s) {
+    PipelineStageGraph& stage = out.stages[static_cast<size_t>(s)];
+    stage.layers.assign(assigned.layers.begin() + s * per_stage, assigned.layers.begin() + (s + 1) * per_stage);
+    ir::Graph& g = stage.graph;
+    std::vector<int> map(graph.tensors().size(), -1);
+    const auto source = [&](int t) {
+      int& mapped = map[static_cast<size_t>(t)];
+      if (mapped >= 0) return mapped;
+      const ir::Tensor& x = graph.tensor(t);
+      if (x.role == TensorRole::kWeight) {
+        mapped = g.addWeight(x.name, x.shape, x.dtype);
+      } else if (x.role == TensorRole::kConstant) {
+        mapped = g.addConstant(x.name, x.shape, x.dtype);
+      } else {
+        mapped = g.addInput(x.name, x.shape, x.dtype, x.role);  // an input, state, or received from a neighbour
+      }
+      return mapped;
+    };
+    std::set<int> kept;  // alias roots kept from forward to backward
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (stage_of[i] != s) continue;
+      const ir::Op& op = ops[i];
+      std::vector<int> inputs;
+      for (int input : op.inputs) inputs.push_back(source(input));
+      const int made = g.cloneOp(graph, op, inputs, op.name);
+      const int original = op.outputs[0];
+      g.rename(made, graph.tensor(original).name);
+      map[static_cast<size_t>(original)] = made;
+      const std::set<int>& readers = read_in[static_cast<size_t>(original)];
+      if (outputs.count(original) || std::any_of(readers.begin(), readers.end(), [&](int r) { return r != s; })) {
+        g.markOutput(made);
+      }
+      if (!isBackward(op)) continue;
+      for (int input : op.inputs) {
+        const ir::Op* producer = graph.producer(input);
+        const TensorRole role = graph.tensor(input).role;
+        if ((producer && isForward(*producer)) ||
+            (!producer && (role == TensorRole::kInput || role == TensorRole::kLabel))) {
+          kept.insert(aliasRoot(graph, input));
+        }
+      }
+    }
+    for (int t : kept) stage.activation_bytes += graph.tensor(t).bytes();
+  }
+
+  // Boundary crossings: a tensor made on stage a and read on stage b crosses every
+  // boundary between them, each once.
+  std::vector<std::vector<StageTransfer>> by_boundary(static_cast<size_t>(stages));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const int made = stage_of[i];
+    const int t = ops[i].outputs[0];
+    const std::set<int>& readers = read_in[static_cast<size_t>(t)];
+    if (readers.empty()) continue;
+    const int highest = *readers.rbegin(), lowest = *readers.begin();
+    const ir::Tensor& x = graph.tensor(t);
+    for (int from = made; from < highest; ++from) {
+      by_boundary[static_cast<size_t>(from)].push_back(
+          {x.name, x.bytes(), static_cast<uint32_t>(from), static_cast<uint32_t>(from + 1), isBackward(ops[i])});
+    }
+    for (int from = made; from > lowest; --from) {
+      by_boundary[static_cast<size_t>(from - 1)].push_back(
+          {x.name, x.bytes(), static_cast<uint32_t>(from), static_cast<uint32_t>(from - 1), isBackward(ops[i])});
+    }
+  }
+  for (std::vector<StageTransfer>& boundary : by_boundary) {
+    std::stable_sort(boundary.begin(), boundary.end(),
+                     [](const StageTransfer& a, const StageTransfer& b) { return !a.gradient && b.gradient; });
+    out.transfers.insert(out.transfers.end(), boundary.begin(), boundary.end());
+  }
+  return out;
+}
+
+}  // namespace tpusim

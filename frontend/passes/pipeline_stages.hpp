@@ -1,0 +1,58 @@
+// Pipeline parallelism's cut of a training graph into P contiguous stages
+// (docs/strategies.md, "Pipeline parallelism").
+//
+// A pipeline layer is a layer of frontend/passes/layers (a model module, by its node
+// names) holding a forward op that reads a weight: a Linear, a convolution, a layer
+// norm, an embedding. A forward op of a layer without weights (an activation, a
+// reshape, the loss) joins the weighted layer before it (the first one, before any).
+// A backward op joins the layer of the forward op it differentiates (by its name); a
+// gradient sum, or an op whose name names no forward layer, goes to the earliest stage
+// among its operands' producers (stage 0 if none); an optimizer update joins the layer
+// that first reads its weight. The
+// stages take equal numbers of consecutive layers; P must divide the layer count.
+//
+// Each stage becomes its own graph: the tensors it reads from another stage are its
+// inputs (received), the tensors another stage reads from it are its outputs (sent).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "frontend/ir/graph.hpp"
+
+namespace tpusim {
+
+// One tensor that crosses the boundary between stage `from` and its neighbour `to`
+// (|from - to| = 1): forward activations go up, activation gradients go down. A tensor
+// that skips stages is relayed, one entry per boundary it crosses.
+struct StageTransfer {
+  std::string tensor;
+  uint64_t bytes = 0;  // per chip, before any tensor-parallel split
+  uint32_t from = 0;
+  uint32_t to = 0;
+  bool gradient = false;  // from a backward op
+};
+
+struct PipelineStageGraph {
+  std::vector<std::string> layers;  // in order
+  ir::Graph graph;
+  // What one micro-batch keeps from the stage's forward to its backward: the tensors its
+  // backward ops read that its forward ops made, or that came in per micro-batch (the
+  // model's inputs and labels, received activations). Whole tensors, views counted once.
+  uint64_t activation_bytes = 0;
+};
+
+struct PipelineStages {
+  std::vector<PipelineStageGraph> stages;
+  std::vector<StageTransfer> transfers;  // by boundary, forward before backward
+};
+
+// The pipeline layers of `graph`, in order (see above).
+std::vector<std::string> pipelineLayers(const ir::Graph& graph);
+
+// A count that does not divide the layers (or a graph without layers) is a one-line
+// error (kInvalidConfig) naming both; `model` names the graph in it.
+PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const std::string& model);
+
+}  // namespace tpusim

@@ -1,0 +1,141 @@
+// Pipeline parallelism on a model (api/pipeline_run.hpp, docs/strategies.md): a model of
+// identical layers against the equal-stage closed forms, and the stage cut itself.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "api/session.hpp"
+#include "frontend/passes/pipeline_stages.hpp"
+#include "sim/common/error.hpp"
+#include "tests/support/onnx_builder.hpp"
+
+namespace tpusim {
+namespace {
+
+constexpr int64_t kWidth = 1024;
+
+// L identical layers h = relu(Gemm(h + b_i, w_i, c_i)), [batch, 1024] each; the loss is
+// added on the last one. Every layer (the first too, for its b_0) computes its input's
+// gradient, so every stage does the same work but the loss.
+std::string identicalLayers(int layers) {
+  testing::OnnxBuilder b;
+  b.input("h0", {-1, kWidth});
+  for (int i = 0; i < layers; ++i) {
+    const std::string l = std::to_string(i), next = std::to_string(i + 1), in = "h" + l, out = "h" + next;
+    b.weight("b" + l, {kWidth}).weight("w" + l, {kWidth, kWidth}).weight("c" + l, {kWidth});
+    b.node("Add", {in, "b" + l}, "s" + l).set_name("/l" + l + "/Add");
+    b.gemm("s" + l, "w" + l, "c" + l, "g" + l);
+    b.model().mutable_graph()->mutable_node()->rbegin()->set_name("/l" + l + "/Gemm");
+    b.node("Relu", {"g" + l}, out).set_name("/l" + l + "/Relu");
+  }
+  const std::string count = std::to_string(layers);
+  b.output("h" + count);
+  const std::string path = (std::filesystem::temp_directory_path() / ("tpusim_pipeline_" + count + ".onnx")).string();
+  std::ofstream file(path, std::ios::binary);
+  b.model().SerializeToOstream(&file);
+  return path;
+}
+
+RunRequest pipelineRequest(const std::string& model, int64_t pp, int64_t micro_batches, const std::string& schedule) {
+  RunRequest request;
+  request.model_path = model;
+  request.batch = 8 * micro_batches;  // micro-batches of 8
+  request.topology = std::to_string(pp) + "x1x1";
+  request.pipeline_parallel = pp;
+  request.micro_batches = micro_batches;
+  request.pipeline_schedule = schedule;
+  request.instruction_timeline = false;
+  // Transfers nearly free: the closed forms leave them out.
+  request.overrides = {{"ici.link_bandwidth_gbps", "100000"}, {"ici.link_latency_ns", "0"}};
+  return request;
+}
+
+TEST(PipelineRun, IdenticalLayersGiveTheEqualStageBubbleUnderBothSchedules) {
+  const std::string model = identicalLayers(16);
+  const nlohmann::ordered_json gpipe = runRequest(pipelineRequest(model, 4, 8, "gpipe")).report["pipeline"];
+  const nlohmann::ordered_json one_f_one_b = runRequest(pipelineRequest(model, 4, 8, "1f1b")).report["pipeline"];
+  // (P - 1) / (M + P - 1) = 3 / 11 = 27.3%, within one percentage point: the last stage also
+  // computes the loss (forward 3% longer) and starts its backward from it, not from a received
+  // gradient (backward 5% shorter), so its stages are equal to about 2%.
+  EXPECT_NEAR(gpipe["bubble"].get<double>(), 3.0 / 11.0, 0.01);
+  EXPECT_NEAR(one_f_one_b["bubble"].get<double>(), 3.0 / 11.0, 0.01);
+  EXPECT_DOUBLE_EQ(gpipe["ideal_bubble"].get<double>(), 3.0 / 11.0);
+  const auto step = [](const nlohmann::ordered_json& p) { return static_cast<double>(p["step_cycles"].get<uint64_t>()); };
+  EXPECT_NEAR(step(gpipe), step(one_f_one_b), 0.01 * step(gpipe));
+  // The schedule is (M + P - 1)(F + B) of the slowest stage, within 1%.
+  uint64_t slowest = 0;
+  for (const auto& stage : gpipe["per_stage"]) {
+    slowest = std::max(slowest, stage["forward_cycles"].get<uint64_t>() + stage["backward_cycles"].get<uint64_t>());
+    EXPECT_EQ(stage["layers"].size(), 4u);
+  }
+  const double schedule = static_cast<double>(gpipe["schedule_cycles"].get<uint64_t>());
+  EXPECT_NEAR(schedule, 11.0 * static_cast<double>(slowest), 0.01 * schedule);
+  // GPipe keeps all M micro-batches on every stage, 1F1B P - s on stage s.
+  for (size_t s = 0; s < 4; ++s) {
+    const auto& g = gpipe["per_stage"][s];
+    const auto& f = one_f_one_b["per_stage"][s];
+    EXPECT_EQ(g["peak_micro_batches_in_flight"].get<uint32_t>(), 8u);
+    EXPECT_EQ(f["peak_micro_batches_in_flight"].get<uint32_t>(), 4u - s);
+    EXPECT_EQ(g["peak_activation_bytes"].get<uint64_t>(), 8 * g["activation_bytes"].get<uint64_t>());
+    EXPECT_LT(f["peak_activation_bytes"].get<uint64_t>(), g["peak_activation_bytes"].get<uint64_t>());
+    EXPECT_LT(f["hbm_peak_bytes"].get<uint64_t>(), g["hbm_peak_bytes"].get<uint64_t>());
+  }
+}
+
+TEST(PipelineRun, StagesSendTheirBoundaryActivationAndReceiveItsGradient) {
+  const PipelineStages cut = [] {
+    RunRequest request;
+    request.model_path = identicalLayers(4);
+    request.batch = 8;
+    return splitPipelineStages(buildModelGraph(request).graph, 2, "four.onnx");
+  }();
+  ASSERT_EQ(cut.stages.size(), 2u);
+  EXPECT_EQ(cut.stages[0].layers, (std::vector<std::string>{"/l0", "/l1"}));
+  EXPECT_EQ(cut.stages[1].layers, (std::vector<std::string>{"/l2", "/l3"}));
+  // Forward: h2 = relu(g1), [8, 1024] f32; backward: its gradient. 8 x 1024 x 4 = 32768 bytes each.
+  ASSERT_EQ(cut.transfers.size(), 2u);
+  EXPECT_EQ(cut.transfers[0].tensor, "h2");
+  EXPECT_FALSE(cut.transfers[0].gradient);
+  EXPECT_EQ(cut.transfers[0].bytes, 32768u);
+  EXPECT_EQ(cut.transfers[0].from, 0u);
+  EXPECT_TRUE(cut.transfers[1].gradient);
+  EXPECT_EQ(cut.transfers[1].bytes, 32768u);
+  EXPECT_EQ(cut.transfers[1].from, 1u);
+  EXPECT_EQ(cut.transfers[1].to, 0u);
+  EXPECT_GT(cut.stages[0].activation_bytes, 0u);
+}
+
+TEST(PipelineRun, BadInputsAreOneLineErrors) {
+  const std::string model = identicalLayers(8);
+  const auto errorOf = [](const RunRequest& request, ErrorKind kind) -> std::string {
+    try {
+      runRequest(request);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), kind) << e.what();
+      return e.what();
+    }
+    return "";
+  };
+  RunRequest three = pipelineRequest(model, 3, 2, "1f1b");
+  EXPECT_EQ(errorOf(three, ErrorKind::kInvalidConfig),
+            "--pp 3 does not divide the 8 layers of tpusim_pipeline_8.onnx (a layer is a module with weights; "
+            "docs/strategies.md)");
+  RunRequest uneven = pipelineRequest(model, 2, 3, "1f1b");
+  uneven.batch = 16;
+  EXPECT_EQ(errorOf(uneven, ErrorKind::kInvalidConfig),
+            "batch 16 does not divide into 3 micro-batches (--micro-batches)");
+  EXPECT_EQ(errorOf(pipelineRequest(model, 2, 2, "zero_bubble"), ErrorKind::kInvalidConfig),
+            "unknown pipeline schedule 'zero_bubble' (choose gpipe or 1f1b)");
+  RunRequest tight = pipelineRequest(model, 2, 8, "gpipe");
+  // 34,359,738 bytes: each stage's one-micro-batch plan fits (33,779,712 bytes for stage 0), eight
+  // micro-batches of 262,144 activation bytes do not.
+  tight.overrides.push_back({"hbm.capacity_gib", "0.032"});
+  const std::string message = errorOf(tight, ErrorKind::kResource);
+  EXPECT_EQ(message, "pipeline stage 0 needs 35614720 bytes of HBM (33779712 for one micro-batch + 7 more in flight x "
+                     "262144 activation bytes) but tpuv4 has 34359738");
+}
+
+}  // namespace
+}  // namespace tpusim
