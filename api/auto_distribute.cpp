@@ -251,14 +251,16 @@ const PlanResult* AutoDistributeResult::best() const {
 
 std::vector<PlanDimension> planDimensions(const AutoDistributeRequest& request, int64_t chips) {
   std::vector<PlanDimension> dims;
-  PlanDimension tp{"tp", "tp", {}, [](RunRequest& r, const nlohmann::json& v) { r.tensor_parallel = v.get<int64_t>(); }};
+  PlanDimension tp{
+      "tp", "tp", {}, [](RunRequest& r, const nlohmann::json& v) { r.tensor_parallel = v.get<int64_t>(); }};
   for (int64_t d : divisorsOf(chips)) tp.values.push_back(d);
   dims.push_back(std::move(tp));
-  PlanDimension remat{"remat", "remat=", {}, [](RunRequest& r, const nlohmann::json& v) { r.remat = v.get<std::string>(); }};
+  PlanDimension remat{
+      "remat", "remat=", {}, [](RunRequest& r, const nlohmann::json& v) { r.remat = v.get<std::string>(); }};
   for (const std::string& name : request.remats) remat.values.push_back(name);
   dims.push_back(std::move(remat));
-  PlanDimension precision{"precision", "", {},
-                          [](RunRequest& r, const nlohmann::json& v) { r.precision = v.get<std::string>(); }};
+  PlanDimension precision{
+      "precision", "", {}, [](RunRequest& r, const nlohmann::json& v) { r.precision = v.get<std::string>(); }};
   for (const std::string& name : request.precisions) precision.values.push_back(name);
   dims.push_back(std::move(precision));
   return dims;
@@ -302,9 +304,8 @@ AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const 
     evaluate(candidate, evaluator, hw, unbounded, result.memory_limit_bytes);
     if (progress) progress(candidate.result, candidate.index, candidates.size());
   }
-  const bool any_compiled = std::any_of(candidates.begin(), candidates.end(), [](const Candidate& c) {
-    return c.result.hbm_peak_bytes.has_value();
-  });
+  const bool any_compiled = std::any_of(candidates.begin(), candidates.end(),
+                                        [](const Candidate& c) { return c.result.hbm_peak_bytes.has_value(); });
   if (!any_compiled && !candidates.empty()) {
     // Each distinct reason once, with the first plan that gave it.
     std::vector<std::string> seen;
@@ -312,7 +313,8 @@ AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const 
     for (const Candidate& candidate : candidates) {
       if (std::find(seen.begin(), seen.end(), candidate.result.reason) != seen.end()) continue;
       seen.push_back(candidate.result.reason);
-      if (seen.size() <= 3) reasons += (seen.size() > 1 ? "; " : "") + candidate.result.label + ": " + candidate.result.reason;
+      if (seen.size() <= 3)
+        reasons += (seen.size() > 1 ? "; " : "") + candidate.result.label + ": " + candidate.result.reason;
     }
     if (seen.size() > 3) reasons += "; and " + std::to_string(seen.size() - 3) + " other reasons";
     throw Error(ErrorKind::kInvalidConfig,
@@ -350,7 +352,8 @@ nlohmann::ordered_json autoDistributeJson(const AutoDistributeResult& result) {
                                                      static_cast<double>(*result.best()->step_cycles))
                             : nlohmann::ordered_json();
     entry["mxu_utilization"] = ran ? nlohmann::ordered_json(plan.mxu_utilization) : nlohmann::ordered_json();
-    entry["hbm_peak_bytes"] = plan.hbm_peak_bytes ? nlohmann::ordered_json(*plan.hbm_peak_bytes) : nlohmann::ordered_json();
+    entry["hbm_peak_bytes"] =
+        plan.hbm_peak_bytes ? nlohmann::ordered_json(*plan.hbm_peak_bytes) : nlohmann::ordered_json();
     plans.push_back(std::move(entry));
   }
   json["plans"] = std::move(plans);

@@ -57,9 +57,9 @@ struct PlanResult {
   std::string label;            // "dp16 tp4 remat=none mixed_bfloat16"
   int64_t batch_per_replica = 0;
   PlanStatus status = PlanStatus::kCompileError;
-  std::string reason;                       // why it lost; empty for the best
-  std::optional<uint64_t> hbm_peak_bytes;   // per chip, from the compiled memory plan
-  std::optional<uint64_t> step_cycles;      // simulated plans only
+  std::string reason;                      // why it lost; empty for the best
+  std::optional<uint64_t> hbm_peak_bytes;  // per chip, from the compiled memory plan
+  std::optional<uint64_t> step_cycles;     // simulated plans only
   double step_time_s = 0;
   double mxu_utilization = 0;  // chip 0's MXU FLOPs (recomputed ones too) / (step time x MXU peak)
   int rank = 0;                // 1 for the best, 2, ... for the other simulated plans; 0 rejected

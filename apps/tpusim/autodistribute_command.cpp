@@ -53,12 +53,11 @@ int autodistributeCommand(const std::vector<std::string>& args) {
   std::vector<std::string> sets;
   int64_t batch = kBatchUnset;
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("topology", po::value(&base.topology),
-                                                 "the ICI slice to distribute over (4x4x4, of the preset's ici.topology)")(
+  desc.add_options()("help,h", "show this help")(
+      "topology", po::value(&base.topology), "the ICI slice to distribute over (4x4x4, of the preset's ici.topology)")(
       "hw", po::value(&base.hw)->default_value(base.hw), "hardware preset (tpusim hw list) or .textproto file")(
       "batch", po::value(&batch), "global batch, split over the data-parallel replicas (default 32 x chips)")(
-      "memory-limit-gib",
-      po::value<double>()->notifier([&request](double gib) { request.memory_limit_gib = gib; }),
+      "memory-limit-gib", po::value<double>()->notifier([&request](double gib) { request.memory_limit_gib = gib; }),
       "HBM per chip a plan may use (default the preset's hbm.capacity_gib)")(
       "precisions", po::value(&precisions)->default_value(precisions), "precision policies to search, comma-separated")(
       "optimizer", po::value(&base.optimizer)->default_value(base.optimizer), "sgd, momentum, adam, adagrad or lars")(

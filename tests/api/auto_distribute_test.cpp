@@ -151,8 +151,7 @@ TEST(AutoDistribute, RanksByStepCyclesAndSaysHowMuchSlowerEachPlanIs) {
   const nlohmann::ordered_json json = autoDistributeJson(result);
   EXPECT_EQ(json["best"], "dp1 tp2 remat=none mixed_bfloat16");
   EXPECT_DOUBLE_EQ(json["plans"][4]["slowdown"].get<double>(), 2.0);
-  EXPECT_EQ(json["plans"][4]["plan"].dump(),
-            R"({"dp":2,"tp":1,"remat":"none","precision":"mixed_bfloat16"})");
+  EXPECT_EQ(json["plans"][4]["plan"].dump(), R"({"dp":2,"tp":1,"remat":"none","precision":"mixed_bfloat16"})");
 }
 
 TEST(AutoDistribute, APlanThatDoesNotCompileIsRejectedWithItsError) {
