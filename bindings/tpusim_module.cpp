@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "api/auto_distribute.hpp"
 #include "api/compare_run.hpp"
 #include "api/functional.hpp"
 #include "api/progress.hpp"
@@ -192,6 +193,37 @@ py::object referenceReport(const std::string& path, std::optional<std::string> o
   return jsonToPython(outcome.report);
 }
 
+// `tpusim autodistribute`: the ranked plans of autodistribute.json, as a list of dicts (the
+// files written to `out` when given). `progress` is called with each plan's dict as it is done.
+py::object autodistribute(const std::string& path, const std::string& topology, const std::string& hw,
+                          std::optional<int64_t> batch, std::optional<double> memory_limit_gib,
+                          std::optional<std::vector<std::string>> precisions, std::optional<py::dict> overrides,
+                          std::optional<std::string> out, std::optional<py::object> progress,
+                          const py::kwargs& training) {
+  tpusim::AutoDistributeRequest request;
+  request.base = modelRequest(path, hw, std::nullopt, batch, overrides, training);
+  if (!request.base.topology.empty()) {
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, "give the slice as topology=, the first argument after the model");
+  }
+  request.base.topology = topology;
+  request.memory_limit_gib = memory_limit_gib;
+  if (precisions) request.precisions = *precisions;
+  tpusim::PlanProgress report_progress;
+  if (progress && !progress->is_none()) {
+    report_progress = [&progress](const tpusim::PlanResult& plan, size_t index, size_t total) {
+      py::gil_scoped_acquire acquire;
+      (*progress)(plan.label, index, total);
+    };
+  }
+  tpusim::AutoDistributeResult result;
+  {
+    py::gil_scoped_release release;
+    result = tpusim::autoDistribute(request, tpusim::simulatingEvaluator(), report_progress);
+    if (out) tpusim::writeAutoDistributeFiles(result, *out);
+  }
+  return jsonToPython(tpusim::autoDistributeJson(result)["plans"]);
+}
+
 // Utilization over time per unit (report/utilization_windows.hpp) as numpy arrays.
 py::dict utilizationTimeline(const py::dict& report) {
   const nlohmann::ordered_json json = pythonToJson(report);
@@ -330,6 +362,13 @@ PYBIND11_MODULE(_core, m) {
       "Compare a simulation's report.json (run(out=..., functional=True)) with a reference backend's "
       "(reference_report(out=...)), per op and per output tensor, as tpusim compare; returns compare.json as a "
       "dict.");
+  m.def("autodistribute", &autodistribute, py::arg("path"), py::arg("topology"), py::arg("hw") = "tpuv4",
+        py::arg("batch") = py::none(), py::arg("memory_limit_gib") = py::none(), py::arg("precisions") = py::none(),
+        py::arg("overrides") = py::none(), py::arg("out") = py::none(), py::arg("progress") = py::none(),
+        "Search the data/tensor-parallel degrees, remat and precision of a training step on the slice `topology` "
+        "by simulation, as tpusim autodistribute; returns the ranked plans of autodistribute.json (written with "
+        "its CSV to directory `out` when given). batch is the global batch; progress(label, index, total) is "
+        "called after each plan. Takes run()'s training keyword arguments (not remat or precision).");
   m.def("utilization_timeline", &utilizationTimeline, py::arg("report"),
         "Utilization over time per execution unit of a run's report: window_cycles, start_cycle (numpy array of "
         "each window's first cycle) and units (name to a numpy array of its utilization per window).");

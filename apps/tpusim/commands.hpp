@@ -12,5 +12,6 @@ int hwCommand(const std::vector<std::string>& args);
 int referenceCommand(const std::vector<std::string>& args);
 int compareCommand(const std::vector<std::string>& args);
 int reportCommand(const std::vector<std::string>& args);
+int autodistributeCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "  compile MODEL   compile MODEL to a Program file (-o FILE)\n"
     "  reference MODEL run one step for real on a reference backend (--backend cpu|cuda), timed per op\n"
     "  compare SIM REF set a simulation report beside a reference report, per op and per output\n"
+    "  autodistribute MODEL --topology SHAPE\n"
+    "                  search data/tensor-parallel degrees, remat and precision by simulation; rank the plans\n"
     "  report RUN_DIR  remake the CSVs, trace.json and report.html of a run directory from its report.json\n"
     "  hw list         list the hardware presets\n"
     "  hw show PRESET  print a preset's parameters with units and descriptions\n"
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
     if (command == "compile") return tpusim::cli::compileCommand(args);
     if (command == "reference") return tpusim::cli::referenceCommand(args);
     if (command == "compare") return tpusim::cli::compareCommand(args);
+    if (command == "autodistribute") return tpusim::cli::autodistributeCommand(args);
     if (command == "report") return tpusim::cli::reportCommand(args);
     if (command == "hw") return tpusim::cli::hwCommand(args);
     std::cerr << "tpusim: unknown command '" << command << "'\n" << kUsage;

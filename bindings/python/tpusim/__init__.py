@@ -8,10 +8,10 @@ the CLI prints. docs/python.md has the API.
 """
 from tpusim._core import Error, compare, params, presets, set_log_level  # noqa: F401
 from tpusim import distribute, keras, mixed_precision  # noqa: F401
-from tpusim.session import compile, reference, reference_report, run  # noqa: F401,A004
+from tpusim.session import autodistribute, compile, reference, reference_report, run  # noqa: F401,A004
 from tpusim.sweep import sweep  # noqa: F401
 from tpusim.tables import per_op_table, utilization_timeline  # noqa: F401
 
-__all__ = ["Error", "compare", "compile", "distribute", "keras", "mixed_precision", "params", "per_op_table",
+__all__ = ["Error", "autodistribute", "compare", "compile", "distribute", "keras", "mixed_precision", "params", "per_op_table",
            "presets", "reference", "reference_report", "run", "set_log_level", "sweep", "utilization_timeline"]
 __version__ = "0.1.0"

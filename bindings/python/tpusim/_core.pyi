@@ -1,5 +1,5 @@
 """Type stub of the extension tpusim._core (bindings/tpusim_module.cpp)."""
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy
 
@@ -51,6 +51,21 @@ def reference_report(
 
 def compare(sim_report: str, ref_report: str) -> Dict[str, Any]:
     """compare.json of a simulation's report.json and a reference backend's (tpusim compare)."""
+
+def autodistribute(
+    path: str,
+    topology: str,
+    hw: str = "tpuv4",
+    batch: Optional[int] = None,
+    memory_limit_gib: Optional[float] = None,
+    precisions: Optional[Sequence[str]] = None,
+    overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
+    out: Optional[str] = None,
+    progress: Optional[Callable[[str, int, int], None]] = None,
+    **training: Any,
+) -> List[Dict[str, Any]]:
+    """Search dp/tp degrees, remat and precision on `topology` by simulation (tpusim autodistribute); returns the
+    ranked plans of autodistribute.json, written with its CSV to `out` if given. batch: the global batch."""
 
 def utilization_timeline(report: Mapping[str, Any]) -> Dict[str, Any]:
     """window_cycles, start_cycle (numpy array) and units (name to numpy array of utilization per window)."""

@@ -95,3 +95,20 @@ def reference_report(model, out=None, backend="cpu", numerics="reference", threa
         return _core.reference_report(file.path, out=out, backend=backend, numerics=numerics, threads=threads,
                                       warmup=warmup, repeats=repeats, hw=hw, mode=file.mode, batch=batch,
                                       overrides=overrides, **options)
+
+
+def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=None, precisions=None, overrides=None,
+                   out=None, progress=None, **options):
+    """Searches the dp/tp degrees, remat and precision of `model`'s training step on the slice `topology` by
+    simulation (tpusim autodistribute) and returns the ranked plans, best first, as a list of dicts.
+
+    The search chooses the degrees and precision itself, so neither an enclosing strategy scope nor the global
+    precision policy applies. batch is the global batch (default 32 x chips); memory_limit_gib the HBM per chip
+    a plan may use (default the preset's); precisions the policies to search (default all three);
+    progress(label, index, total) is called after each plan.
+    """
+    with ModelFile(model, "training", options) as file:
+        return _core.autodistribute(file.path, topology, hw=hw, batch=batch, memory_limit_gib=memory_limit_gib,
+                                    precisions=None if precisions is None else [precisions] if isinstance(precisions, str) else list(precisions),
+                                    overrides=dict(overrides) if overrides else None, out=out, progress=progress,
+                                    **options)

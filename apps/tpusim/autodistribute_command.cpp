@@ -1,0 +1,87 @@
+// `tpusim autodistribute MODEL --topology SHAPE`: searches the data/tensor-parallel
+// degrees, remat and precision of a training step on a slice by simulation
+// (api/auto_distribute.hpp), prints the ranked table, and writes DIR/autodistribute.json
+// and DIR/autodistribute.csv. One progress line per plan goes to stderr.
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "api/auto_distribute.hpp"
+#include "apps/tpusim/commands.hpp"
+#include "apps/tpusim/model_options.hpp"
+#include "sim/common/error.hpp"
+#include "sim/common/log.hpp"
+
+namespace tpusim::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+std::vector<std::string> commaList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) throw Error(ErrorKind::kInvalidConfig, "--precisions '" + text + "' has an empty name");
+    items.push_back(item);
+  }
+  return items;
+}
+
+void printProgress(const PlanResult& plan, size_t index, size_t total) {
+  std::string outcome;
+  if (plan.step_cycles && plan.reason.empty()) {
+    outcome = std::to_string(*plan.step_cycles) + " cycles";
+  } else {
+    outcome = plan.reason;
+  }
+  std::fprintf(stderr, "[%zu/%zu] %s: %s\n", index + 1, total, plan.label.c_str(), outcome.c_str());
+}
+
+}  // namespace
+
+int autodistributeCommand(const std::vector<std::string>& args) {
+  AutoDistributeRequest request;
+  RunRequest& base = request.base;
+  std::string out_dir = "tpusim-autodistribute";
+  std::string model;
+  std::string precisions = "float32,mixed_bfloat16,mixed_float16";
+  std::string log_level = "warn";
+  std::vector<std::string> sets;
+  int64_t batch = kBatchUnset;
+  po::options_description desc("options");
+  desc.add_options()("help,h", "show this help")(
+      "topology", po::value(&base.topology), "the ICI slice to distribute over (4x4x4, of the preset's ici.topology)")(
+      "hw", po::value(&base.hw)->default_value(base.hw), "hardware preset (tpusim hw list) or .textproto file")(
+      "batch", po::value(&batch), "global batch, split over the data-parallel replicas (default 32 x chips)")(
+      "memory-limit-gib", po::value<double>()->notifier([&request](double gib) { request.memory_limit_gib = gib; }),
+      "HBM per chip a plan may use (default the preset's hbm.capacity_gib)")(
+      "precisions", po::value(&precisions)->default_value(precisions), "precision policies to search, comma-separated")(
+      "optimizer", po::value(&base.optimizer)->default_value(base.optimizer), "sgd, momentum, adam, adagrad or lars")(
+      "out", po::value(&out_dir)->default_value(out_dir), "directory for autodistribute.json and autodistribute.csv")(
+      "set", po::value(&sets)->composing(), "override a parameter: --set key=value (repeatable)")(
+      "log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error, critical or off");
+  if (!parse(args, desc, "usage: tpusim autodistribute MODEL --topology SHAPE [options]", true, &model)) return 0;
+  setLogLevel(log_level);
+  base.model_path = model;
+  if (batch != kBatchUnset) {
+    if (batch <= 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");
+    base.batch = batch;
+  }
+  request.precisions = commaList(precisions);
+  for (const std::string& set : sets) base.overrides.push_back(parseOverride(set));
+
+  const AutoDistributeResult result = autoDistribute(request, simulatingEvaluator(), printProgress);
+  const std::string json_path = writeAutoDistributeFiles(result, out_dir);
+  std::cout << autoDistributeTable(result) << "written      " << json_path << ", autodistribute.csv\n";
+  if (!result.best()) {
+    throw Error(ErrorKind::kResource, "no plan of " + result.model + " runs on " + result.topology +
+                                          " within the memory limit (see " + json_path + ")");
+  }
+  return 0;
+}
+
+}  // namespace tpusim::cli
