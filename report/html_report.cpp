@@ -74,6 +74,7 @@ nlohmann::ordered_json linkRows(const nlohmann::ordered_json& report) {
   for (const auto& link : report.at("interconnect").at("links")) {
     nlohmann::ordered_json row;
     for (const char* field : {"src", "dst", "dim", "bytes", "busy_cycles", "utilization"}) row[field] = link.at(field);
+    if (link.contains("stalled_cycles")) row["stalled_cycles"] = link.at("stalled_cycles");  // not in older reports
     rows.push_back(row);
   }
   return rows;

@@ -105,15 +105,17 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   // Tensor-parallel chips share their examples: a batch per data-parallel replica.
   entry["global_batch"] = program.batch() * (program.replicas() / tensorParallelOf(program));
   entry["link_bandwidth_gbps"] = ici.link.bandwidth_bytes_per_s / 1e9;
+  entry["buffer_bytes"] = ici.link.buffer_bytes;
   entry["directed_links"] = topology.numLinks();
   if (topology.slices() > 1) entry["hosts"] = topology.slices();
 
-  uint64_t bytes = 0, busy_ps = 0, max_busy_ps = 0;
+  uint64_t bytes = 0, busy_ps = 0, max_busy_ps = 0, stalled_ps = 0;
   nlohmann::ordered_json links = nlohmann::ordered_json::array();
   for (LinkId id = 0; id < topology.numLinkSlots(); ++id) {
     if (!topology.linkExists(id)) continue;
     const LinkStats& s = ici.links[static_cast<size_t>(id)];
     bytes += s.bytes;
+    stalled_ps += s.stalled_ps;
     busy_ps += s.busy_ps;
     max_busy_ps = std::max(max_busy_ps, s.busy_ps);
     const Coords at = topology.coords(topology.linkSource(id));
@@ -130,9 +132,11 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
     link["busy_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.busy_ps) / ps_per_cycle));
     link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
     link["max_queue_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.max_queue_ps) / ps_per_cycle));
+    link["stalled_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.stalled_ps) / ps_per_cycle));
     links.push_back(link);
   }
   entry["bytes"] = bytes;
+  entry["stalled_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(stalled_ps) / ps_per_cycle));
   const double link_count = static_cast<double>(topology.numLinks());
   entry["mean_link_utilization"] = step_ps > 0 ? static_cast<double>(busy_ps) / (link_count * step_ps) : 0.0;
   entry["max_link_utilization"] = step_ps > 0 ? static_cast<double>(max_busy_ps) / step_ps : 0.0;
@@ -184,14 +188,15 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
 std::string linksCsv(const nlohmann::ordered_json& report) {
   if (!report.contains("interconnect")) throw Error(ErrorKind::kInternal, "links.csv: the report has no interconnect");
   std::ostringstream file;
-  file << "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization\n";
+  file << "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization,stalled_cycles\n";
   char utilization[32];
   for (const auto& link : report.at("interconnect").at("links")) {
     std::snprintf(utilization, sizeof(utilization), "%.6f", link.at("utilization").get<double>());
     file << link.at("src").get<int>() << ',' << link.at("dst").get<int>() << ',' << link.at("dim").get<std::string>()
          << ',' << link.at("dir").get<std::string>() << ',' << link.at("x").get<int>() << ',' << link.at("y").get<int>()
          << ',' << link.at("z").get<int>() << ',' << link.at("bytes").get<uint64_t>() << ','
-         << link.at("busy_cycles").get<uint64_t>() << ',' << utilization << '\n';
+         << link.at("busy_cycles").get<uint64_t>() << ',' << utilization << ','
+         << link.value("stalled_cycles", uint64_t{0}) << '\n';  // 0 in reports from before credits
   }
   return file.str();
 }

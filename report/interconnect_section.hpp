@@ -22,7 +22,7 @@ nlohmann::ordered_json parallelismEntry(const program::Program& program);
 // engines is busy: the communication the step does not hide behind compute.
 uint64_t exposedCommunicationCycles(const program::Program& program, const Timeline& timeline);
 
-// report["interconnect"]["links"] as links.csv: src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization
+// report["interconnect"]["links"] as links.csv: src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization,stalled_cycles
 // (x, y, z: the source chip's coordinates). A missing field throws nlohmann's exception.
 std::string linksCsv(const nlohmann::ordered_json& report);
 

@@ -265,7 +265,8 @@
       const key = String(l.src) + "\u0000" + (byDim ? String(l.dim) : String(l.dst));
       const c = cells[key] || (cells[key] = {utilization: 0, bytes: 0, links: []});
       c.utilization = Math.max(c.utilization, l.utilization), c.bytes += l.bytes;
-      c.links.push(l.src + "->" + l.dst + " (" + l.dim + ") " + (100 * l.utilization).toFixed(1) + "%");
+      c.links.push(l.src + "->" + l.dst + " (" + l.dim + ") " + (100 * l.utilization).toFixed(1) + "%" +
+                   (l.stalled_cycles ? ", stalled " + l.stalled_cycles + " cycles" : ""));
     }
     const every = (size) => Math.max(1, Math.ceil(12 / size));  // label every n-th row or column
     chips.forEach(function (name, i) {

@@ -14,6 +14,7 @@ IciLinkConfig iciLinkConfigOf(const HardwareParams& hw) {
   link.link_latency_ns = ici.link_latency_ns();
   link.router_latency_ns = ici.router_latency_ns();
   link.packet_bytes = static_cast<uint64_t>(ici.packet_bytes());
+  link.buffer_bytes = static_cast<uint64_t>(ici.buffer_bytes());
   validateLinkConfig(link);
   return link;
 }
@@ -27,6 +28,11 @@ void validateLinkConfig(const IciLinkConfig& config) {
     throw Error(ErrorKind::kInvalidConfig, "ICI link and router latencies must be >= 0 ns");
   }
   if (config.packet_bytes == 0) throw Error(ErrorKind::kInvalidConfig, "ICI packet size must be at least 1 byte");
+  if (config.buffer_bytes < config.packet_bytes) {
+    throw Error(ErrorKind::kInvalidConfig, "ICI router input buffer of " + std::to_string(config.buffer_bytes) +
+                                               " bytes must hold at least one packet of " +
+                                               std::to_string(config.packet_bytes) + " bytes");
+  }
 }
 
 }  // namespace tpusim

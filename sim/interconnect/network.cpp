@@ -23,7 +23,9 @@ Network::Network(const Topology& topology, const IciLinkConfig& config, RoutingM
   m_ps_per_byte = 1e12 / config.bandwidth_bytes_per_s;
   m_router_ps = nsToPs(config.router_latency_ns);
   m_wire_ps = nsToPs(config.link_latency_ns);
+  m_slots = config.bufferPackets();
   m_links.resize(topology.numLinkSlots());
+  for (Link& link : m_links) link.credits = static_cast<int32_t>(std::min<uint64_t>(m_slots, 1u << 30));
 }
 
 uint64_t Network::serializationPs(uint64_t bytes) const {
@@ -181,7 +183,8 @@ int Network::chooseDimension(const Transfer& t) const {
   for (int d = 0; d < kDims; ++d) {
     if (t.hops_left[d] == 0) continue;
     if (m_routing == RoutingMode::kDimensionOrder) return d;
-    const uint64_t free = m_links[Topology::linkId(t.at, d, t.hops_left[d] > 0 ? 1 : -1)].free_ps;
+    const Link& link = m_links[Topology::linkId(t.at, d, t.hops_left[d] > 0 ? 1 : -1)];
+    const uint64_t free = link.free_ps + link.queued_ps;  // the messages queued behind a held link count too
     if (best < 0 || free < best_free) {
       best = d;
       best_free = free;
@@ -213,31 +216,237 @@ void Network::dcnHop(const Event& event) {
 }
 
 void Network::hop(const Event& event) {
+  if (event.id < 0) {
+    creditReturned(-event.id - 1, event.time_ps);
+    return;
+  }
   Transfer& t = m_transfers[event.id];
   if (t.dcn_hops_left > 0) {
     dcnHop(event);
     return;
   }
   const int d = chooseDimension(t);
-  const int dir = t.hops_left[d] > 0 ? 1 : -1;
-  Link& link = m_links[Topology::linkId(t.at, d, dir)];
-  const uint64_t start = std::max(event.time_ps, link.free_ps);
-  const uint64_t wire = m_wire_ps + link.extra_ps;
+  const LinkId l = Topology::linkId(t.at, d, t.hops_left[d] > 0 ? 1 : -1);
+  Link& link = m_links[l];
+  if (m_granularity == Granularity::kPacket) {
+    // A queue only forms while the far buffer is full (credits == 0).
+    if (link.credits > 0) {
+      grantPacket(l, event.id, event.time_ps);
+      return;
+    }
+    if (link.queue_head < 0) link.stall_since = std::max(event.time_ps, link.free_ps);
+    enqueue(l, event.id, event.time_ps);
+    return;
+  }
+  if (link.holder < 0) {
+    grantMessage(l, event.id, event.time_ps);
+  } else {
+    enqueue(l, event.id, event.time_ps);
+    if (t.held_link >= 0 && closesCycle(event.id, l)) {
+      // The escape buffer: the held links are released as if this hop had an unbounded buffer.
+      ++m_escapes;
+      for (LinkId up = t.held_link; up >= 0;) {
+        const LinkId next = m_links[up].upstream;
+        m_links[up].upstream = -1;
+        m_resolving.emplace_back(up, m_links[up].hold_release);
+        up = next;
+      }
+      t.held_link = -1;
+    }
+  }
+  resolveAll();
+}
+
+void Network::enqueue(LinkId l, TransferId id, uint64_t eligible_ps) {
+  Transfer& t = m_transfers[id];
+  t.ready_ps = eligible_ps;
+  t.waiting_for = l;
+  t.next_waiting = -1;
+  Link& link = m_links[l];
+  if (link.queue_tail >= 0) {
+    m_transfers[link.queue_tail].next_waiting = id;
+  } else {
+    link.queue_head = id;
+  }
+  link.queue_tail = id;
+  link.queued_ps += t.ser_all_ps;
+}
+
+TransferId Network::popWaiting(LinkId l) {
+  Link& link = m_links[l];
+  const TransferId id = link.queue_head;
+  link.queue_head = m_transfers[id].next_waiting;
+  if (link.queue_head < 0) link.queue_tail = -1;
+  m_transfers[id].waiting_for = -1;
+  link.queued_ps -= m_transfers[id].ser_all_ps;
+  return id;
+}
+
+// Follows "waits for a link held by" from the holder of `l`: a cycle back to `id` is a deadlock.
+bool Network::closesCycle(TransferId id, LinkId l) const {
+  TransferId holder = m_links[l].holder;
+  for (size_t steps = 0; holder >= 0 && steps <= m_transfers.size(); ++steps) {
+    if (holder == id) return true;
+    const LinkId waits = m_transfers[holder].waiting_for;
+    if (waits < 0) return false;
+    holder = m_links[waits].holder;
+  }
+  return false;
+}
+
+uint64_t Network::roundTripPs(const Transfer& t, LinkId l, bool last_hop) const {
+  // A packet holds its slot from its start on the link until it leaves the far
+  // buffer (at the destination when it has arrived; at a router when it takes
+  // its next link, one router latency later if that link is free), and the
+  // credit takes one link latency back.
+  return t.ser_head_ps + 2 * wirePs(l) + (last_hop ? 0 : m_router_ps);
+}
+
+uint64_t Network::pacedOffsetPs(const Transfer& t, uint64_t packet, uint64_t rtt_ps) const {
+  // When k packets take less than a round trip, the sender sends k and waits for the first credit.
+  if (m_slots * t.ser_head_ps >= rtt_ps) return packet * t.ser_head_ps;
+  return (packet / m_slots) * rtt_ps + (packet % m_slots) * t.ser_head_ps;
+}
+
+// A message of n packets started on `l` at start_ps. Its link m hops back,
+// still held, cannot send its last packet before packet n-1-mk has taken `l`
+// and the credits have come back over those m links (each link's packet j
+// waits for the slot packet j-k frees when it moves on):
+//   release >= start + offset_l(n-1-mk) + (wire of those m links) + ser(last packet).
+// Once n-1-(m+1)k < 0 (or `l` is the last hop) no later hop can hold it back:
+// the link is released.
+void Network::advanceChain(Transfer& t, LinkId l, uint64_t start_ps, bool last_hop) {
+  const uint64_t n = numPackets(t);
+  const uint64_t rtt = roundTripPs(t, l, last_hop);
+  uint64_t credit_ps = 0;
+  LinkId below = -1;
+  uint64_t m = 1;
+  for (LinkId up = t.held_link; up >= 0; ++m) {
+    Link& link = m_links[up];
+    credit_ps += wirePs(up);
+    const uint64_t bound = start_ps + pacedOffsetPs(t, n - 1 - m * m_slots, rtt) + credit_ps + lastPacketPs(t);
+    link.hold_release = std::max(link.hold_release, bound);
+    const LinkId next = link.upstream;
+    if (last_hop || n - 1 < (m + 1) * m_slots) {
+      if (below >= 0) {
+        m_links[below].upstream = -1;
+      } else {
+        t.held_link = -1;
+      }
+      link.upstream = -1;
+      m_resolving.emplace_back(up, link.hold_release);
+    } else {
+      below = up;
+    }
+    up = next;
+  }
+}
+
+void Network::grantMessage(LinkId l, TransferId id, uint64_t eligible_ps) {
+  Transfer& t = m_transfers[id];
+  Link& link = m_links[l];
+  // A waiter granted when the link is released starts no earlier than now() (a safeguard: releases are
+  // known before they happen).
+  const uint64_t free = std::max({eligible_ps, link.free_ps, m_now_ps});
+  const uint64_t start = std::max(free, link.credit_floor_ps);
+  link.stats.stalled_ps += start - free;  // idle, the previous message's credits still out
+  const int d = m_topology.linkDim(l);
+  const int dir = m_topology.linkDir(l);
+  const uint64_t wire = wirePs(l);
+  link.stats.bytes += t.bytes;
+  link.stats.messages += 1;
+  link.stats.busy_ps += t.ser_all_ps;
+  link.stats.max_queue_ps = std::max(link.stats.max_queue_ps, start - eligible_ps);
+  ++m_hops;
+  t.hops_left[d] -= dir;
+  t.at = m_topology.neighbor(t.at, d, dir);
+  const bool last = t.hops_left[0] == 0 && t.hops_left[1] == 0 && t.hops_left[2] == 0;
+  // Only a message of more than k packets can run out of credit on the way.
+  const bool big = numPackets(t) > m_slots;
+  uint64_t earliest = start + t.ser_all_ps;
+  if (big) {
+    const uint64_t rtt = roundTripPs(t, l, last);
+    if (m_slots * t.ser_head_ps < rtt) {
+      earliest = start + pacedOffsetPs(t, numPackets(t) - 1, rtt) + lastPacketPs(t);
+      // The next message's first packet needs the credit of this one's packet n - k.
+      link.credit_floor_ps = start + pacedOffsetPs(t, numPackets(t) - m_slots, rtt) + rtt;
+    }
+    earliest = std::max(earliest, t.arrival_bound_ps);
+    t.arrival_bound_ps = earliest + wire + m_router_ps + lastPacketPs(t);
+  }
+  link.free_ps = earliest;
+  if (last) {
+    if (t.at != t.dst) throw Error(ErrorKind::kInternal, "ICI: a transfer arrived at the wrong chip");
+    link.stats.stalled_ps += earliest - start - t.ser_all_ps;
+    t.done_ps = earliest + wire;
+    advanceChain(t, l, start, true);
+    deliver(id);
+    return;
+  }
+  if (big) {  // held until the hops after it have started (advanceChain)
+    advanceChain(t, l, start, false);
+    link.holder = id;
+    link.upstream = t.held_link;
+    link.hold_start = start;
+    link.hold_release = earliest;
+    t.held_link = l;
+  }
+  schedule(start + t.ser_head_ps + wire + m_router_ps, id);
+}
+
+void Network::resolveAll() {
+  while (!m_resolving.empty()) {
+    const auto [l, release] = m_resolving.back();
+    m_resolving.pop_back();
+    Link& link = m_links[l];
+    link.stats.stalled_ps += release - link.hold_start - m_transfers[link.holder].ser_all_ps;
+    link.free_ps = release;
+    link.holder = -1;
+    while (link.holder < 0 && link.queue_head >= 0) {
+      const TransferId next = popWaiting(l);
+      grantMessage(l, next, m_transfers[next].ready_ps);
+    }
+  }
+}
+
+void Network::grantPacket(LinkId l, TransferId id, uint64_t eligible_ps) {
+  Transfer& t = m_transfers[id];
+  Link& link = m_links[l];
+  --link.credits;
+  const uint64_t start = std::max(eligible_ps, link.free_ps);
+  const int d = m_topology.linkDim(l);
+  const int dir = m_topology.linkDir(l);
+  const uint64_t wire = wirePs(l);
   link.free_ps = start + t.ser_all_ps;
   link.stats.bytes += t.bytes;
   link.stats.messages += 1;
   link.stats.busy_ps += t.ser_all_ps;
-  link.stats.max_queue_ps = std::max(link.stats.max_queue_ps, start - event.time_ps);
+  link.stats.max_queue_ps = std::max(link.stats.max_queue_ps, start - eligible_ps);
   ++m_hops;
+  // Leaving the buffer it sat in returns that slot's credit one link latency later.
+  if (t.held_link >= 0) schedule(start + wirePs(t.held_link), -t.held_link - 1);
   t.hops_left[d] -= dir;
   t.at = m_topology.neighbor(t.at, d, dir);
   if (t.hops_left[0] == 0 && t.hops_left[1] == 0 && t.hops_left[2] == 0) {
     if (t.at != t.dst) throw Error(ErrorKind::kInternal, "ICI: a transfer arrived at the wrong chip");
     t.done_ps = start + t.ser_all_ps + wire;
-    deliver(event.id);
+    t.held_link = -1;
+    schedule(t.done_ps + wire, -l - 1);  // the destination takes it out of the buffer on arrival
+    deliver(id);
     return;
   }
-  schedule(start + t.ser_head_ps + wire + m_router_ps, event.id);
+  t.held_link = l;
+  schedule(start + t.ser_head_ps + wire + m_router_ps, id);
+}
+
+void Network::creditReturned(LinkId l, uint64_t time_ps) {
+  Link& link = m_links[l];
+  ++link.credits;
+  if (link.queue_head < 0) return;
+  if (time_ps > link.stall_since) link.stats.stalled_ps += time_ps - link.stall_since;
+  const TransferId next = popWaiting(l);
+  grantPacket(l, next, std::max(m_transfers[next].ready_ps, time_ps));
+  link.stall_since = link.queue_head >= 0 ? link.free_ps : kNever;
 }
 
 void Network::advanceTo(uint64_t time_ps) {
@@ -256,6 +465,13 @@ void Network::run() {
   advanceTo(kNever);
   for (const Transfer& t : m_transfers) {
     if (t.state == State::kWaiting) throw Error(ErrorKind::kInternal, "ICI: a transfer never became ready");
+  }
+  for (const Link& link : m_links) {
+    if (link.queue_head >= 0) {
+      throw Error(ErrorKind::kUnsupported,
+                  "ICI: credit deadlock: packets wait for buffers that never drain (the packet mode has no escape "
+                  "buffer; use the message mode or larger ici.buffer_bytes)");
+    }
   }
 }
 
@@ -304,6 +520,8 @@ void Network::registerStats(StatsRegistry& registry, const std::string& prefix) 
     registry.counter(name + ".bytes", "bytes", "bytes sent on this directed ICI link").add(s.bytes);
     registry.counter(name + ".busy_ps", "ps", "time this directed link was serializing").add(s.busy_ps);
     registry.counter(name + ".max_queue_ps", "ps", "longest wait of a message for this link").add(s.max_queue_ps);
+    registry.counter(name + ".stalled_ps", "ps", "time this link was held but idle for lack of credit")
+        .add(s.stalled_ps);
   }
   for (int host = 0; m_has_dcn && host < m_topology.slices(); ++host) {
     for (const bool up : {true, false}) {
@@ -319,16 +537,19 @@ void Network::registerStats(StatsRegistry& registry, const std::string& prefix) 
 }
 
 void Network::registerTotals(StatsRegistry& registry, const std::string& prefix) const {
-  uint64_t bytes = 0, busy = 0, max_queue = 0;
+  uint64_t bytes = 0, busy = 0, max_queue = 0, stalled = 0;
   for (LinkId l = 0; l < m_topology.numLinkSlots(); ++l) {
     const LinkStats& s = m_links[l].stats;
     bytes += s.bytes;
     busy += s.busy_ps;
     max_queue = std::max(max_queue, s.max_queue_ps);
+    stalled += s.stalled_ps;
   }
   registry.counter(prefix + ".bytes", "bytes", "bytes sent over all ICI links (a byte counts once per hop)").add(bytes);
   registry.counter(prefix + ".busy_ps", "ps", "link serialization time summed over all directed links").add(busy);
   registry.counter(prefix + ".max_queue_ps", "ps", "longest wait of any message for any link").add(max_queue);
+  registry.counter(prefix + ".stalled_ps", "ps", "time links were held but idle for lack of credit, summed over links")
+      .add(stalled);
   if (m_has_dcn) {
     uint64_t dcn_bytes = 0, dcn_busy = 0, dcn_queue = 0;
     for (size_t l = static_cast<size_t>(m_topology.numLinkSlots()); l < m_links.size(); ++l) {

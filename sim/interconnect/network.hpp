@@ -12,17 +12,25 @@
 // So packets are store-and-forward (a packet is received whole before it
 // moves on) and pipelined across hops; uncontended, h hops take
 //   h * (router + link latency) + (h - 1) * ser(packet) + ser(B).
-// What is simplified (docs/interconnect.md, "Flow control"):
-// - a link is granted to whole messages in the order their heads become
-//   eligible; packets of two messages do not interleave on one link;
-// - buffers are unbounded: no credits, a blocked hop never stalls upstream.
-// Events are processed in (time, transfer id) order, so runs are deterministic.
 //
-// Granularity::kPacket is the validation mode for the first simplification:
-// each packet is its own transfer, granted the link on its own, so packets of
-// different messages interleave; a zero-time join at the destination marks the
-// message done. Uncontended it gives the same times as kMessage (tested); it
-// costs one event per packet per hop, so it is for small cases.
+// Credits (docs/interconnect.md, "Credits and back-pressure"): the input
+// buffer at the far end of each link holds k = buffer_bytes / packet_bytes
+// packets; a packet crosses the link only with a free slot, and the slot's
+// credit returns to the sender one link latency after the packet left the
+// buffer (took its next link, or arrived at its destination). A link held by
+// a message but waiting for credit is stalled (LinkStats::stalled_ps).
+// - kMessage grants a link to a whole message; the link is released at
+//   max(its own paced end, the time the next link has taken all but k packets
+//   of the message + credit latency): the closed form in the docs, resolved
+//   when the message's next hop starts (so a link whose holder has not started
+//   its next hop queues later messages until it does).
+// - kPacket is the validation mode: each packet is its own transfer with
+//   exact credit counters and credit-return events; packets of different
+//   messages interleave on a link. It costs one event per packet per hop.
+// Without virtual channels a cycle of messages each waiting for a link the
+// next one holds would deadlock; the message that closes such a cycle gets
+// an escape buffer (its upstream link is released as with unbounded buffers).
+// Events are processed in (time, id) order, so runs are deterministic.
 //
 // Two ways to drive it. Batch: add transfers, then run() once. Incremental
 // (the pod, sim/chip/pod.hpp): advanceTo(t) processes every event up to t,
@@ -33,7 +41,8 @@
 //
 // With a DCN attached (attachDcn, sim/interconnect/dcn.hpp) each slice of the
 // topology is a host with an uplink and a downlink after the ICI links, and a
-// transfer between slices takes those two hops instead of ICI hops.
+// transfer between slices takes those two hops instead of ICI hops (no
+// credits on the NIC links).
 #pragma once
 
 #include <array>
@@ -41,6 +50,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/common/stats.hpp"
@@ -63,6 +73,7 @@ struct LinkStats {
   uint64_t messages = 0;
   uint64_t busy_ps = 0;
   uint64_t max_queue_ps = 0;  // longest wait of a message for this link
+  uint64_t stalled_ps = 0;    // held for a message but idle for lack of credit
 };
 
 class Network {
@@ -119,14 +130,16 @@ class Network {
   // Transfer slots the model holds: one per message, or per packet plus a join.
   size_t numTransfers() const { return m_transfers.size(); }
   uint64_t numHops() const { return m_hops; }
+  // Cycles of credit waits broken by an escape buffer (kMessage).
+  uint64_t numEscapes() const { return m_escapes; }
   // Bytes the model holds for transfers, edges, events and links (its footprint).
   size_t memoryBytes() const;
 
-  // Per-link counters (bytes, busy_ps, max_queue_ps) for every link that
+  // Per-link counters (bytes, busy_ps, max_queue_ps, stalled_ps) for every link that
   // carried traffic, named "<prefix>.chip5.x+.bytes" ("<prefix>.host1.dcn_up.bytes"
   // for a NIC link), plus the totals.
   void registerStats(StatsRegistry& registry, const std::string& prefix) const;
-  // The totals only: bytes, busy_ps, max_queue_ps, makespan_ps, link_utilization
+  // The totals only: bytes, busy_ps, max_queue_ps, stalled_ps, makespan_ps, link_utilization
   // (ICI links), and with a DCN "<prefix>.dcn.bytes", ".busy_ps", ".max_queue_ps".
   void registerTotals(StatsRegistry& registry, const std::string& prefix) const;
 
@@ -140,13 +153,19 @@ class Network {
   struct Transfer {
     ChipId src, dst, at;
     uint64_t bytes;
-    uint64_t ready_ps;
+    uint64_t ready_ps;  // ready at the source; while queued for a link, when it became eligible
     uint64_t done_ps = 0;
     uint64_t ser_all_ps = 0;
     uint64_t ser_head_ps = 0;
     int32_t pending_deps = 0;
     int8_t dcn_hops_left = 0;  // 2: uplink then downlink; 0: ICI hops only
     int32_t first_edge = -1;  // head of the list of transfers that depend on this one
+    // kPacket: the link into the buffer the packet sits in (its credit returns when
+    // the packet leaves); kMessage: the link it holds whose release awaits this hop.
+    LinkId held_link = -1;
+    LinkId waiting_for = -1;    // the link it is queued for, -1 when not queued
+    TransferId next_waiting = -1;
+    uint64_t arrival_bound_ps = 0;  // kMessage: the next hop cannot end before the last packet arrives
     GroupId group = -1;
     State state = State::kWaiting;
     std::array<int32_t, kDims> hops_left{};
@@ -158,11 +177,24 @@ class Network {
   struct Link {
     uint64_t free_ps = 0;
     uint64_t extra_ps = 0;
+    TransferId queue_head = -1, queue_tail = -1;  // FIFO of transfers waiting for it
+    uint64_t queued_ps = 0;                        // their serialization time, for adaptive routing
+    // kPacket: free slots in the far end's buffer, and since when it has been
+    // idle with a packet waiting for credit (kNever: not stalled).
+    int32_t credits = 0;
+    uint64_t stall_since = kNever;
+    // kMessage: the holder whose release is not known yet (-1: none), its
+    // start, its release as far as known, and the link it holds before this one.
+    TransferId holder = -1;
+    LinkId upstream = -1;
+    uint64_t hold_start = 0, hold_release = 0;
+    // kMessage on a paced link: when the credit the next message's first packet needs is back.
+    uint64_t credit_floor_ps = 0;
     LinkStats stats;
   };
   struct Event {
     uint64_t time_ps;
-    TransferId id;
+    TransferId id;  // a transfer's next hop, or -(link + 1): a credit returns to that link (kPacket)
     bool operator>(const Event& o) const { return time_ps != o.time_ps ? time_ps > o.time_ps : id > o.id; }
   };
   struct Group {
@@ -176,6 +208,21 @@ class Network {
   void deliver(TransferId id);
   void hop(const Event& event);
   void dcnHop(const Event& event);
+  void enqueue(LinkId link, TransferId id, uint64_t eligible_ps);
+  TransferId popWaiting(LinkId link);
+  void grantMessage(LinkId link, TransferId id, uint64_t eligible_ps);
+  void grantPacket(LinkId link, TransferId id, uint64_t eligible_ps);
+  void creditReturned(LinkId link, uint64_t time_ps);
+  void resolveAll();
+  void advanceChain(Transfer& t, LinkId link, uint64_t start_ps, bool last_hop);
+  bool closesCycle(TransferId id, LinkId link) const;
+  uint64_t wirePs(LinkId link) const { return m_wire_ps + m_links[link].extra_ps; }
+  uint64_t roundTripPs(const Transfer& t, LinkId link, bool last_hop) const;
+  uint64_t pacedOffsetPs(const Transfer& t, uint64_t packet, uint64_t rtt_ps) const;
+  uint64_t numPackets(const Transfer& t) const { return (t.bytes + m_config.packet_bytes - 1) / m_config.packet_bytes; }
+  uint64_t lastPacketPs(const Transfer& t) const {
+    return serializationPs(t.bytes - (numPackets(t) - 1) * m_config.packet_bytes);
+  }
   uint64_t firstHopDelay(const Transfer& t) const { return t.dcn_hops_left > 0 ? 0 : m_router_ps; }
   int chooseDimension(const Transfer& t) const;
   TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps);
@@ -190,6 +237,7 @@ class Network {
   double m_ps_per_byte;
   uint64_t m_router_ps;
   uint64_t m_wire_ps;
+  uint64_t m_slots;  // packets per input buffer
   std::vector<Transfer> m_transfers;
   std::vector<TransferId> m_free_transfers;
   std::vector<Edge> m_edges;
@@ -197,12 +245,14 @@ class Network {
   std::vector<Link> m_links;
   std::vector<Event> m_heap;
   std::vector<TransferId> m_delivering;  // scratch of deliver()
+  std::vector<std::pair<LinkId, uint64_t>> m_resolving;  // scratch of resolve()
   std::vector<Group> m_groups;
   std::vector<GroupId> m_finished_groups;
   GroupId m_open_group = -1;
   uint64_t m_now_ps = 0;
   uint64_t m_makespan_ps = 0;
   uint64_t m_hops = 0;
+  uint64_t m_escapes = 0;
   bool m_recycle = false;
   bool m_has_dcn = false;
   DcnLinkConfig m_dcn;

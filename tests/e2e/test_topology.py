@@ -48,7 +48,7 @@ def test_interconnect_section_and_links_csv(tpusim_bin, mlp_path, tmp_path):
     x_plus = {link["bytes"] for link in ici["links"] if (link["dim"], link["dir"]) == ("x", "+")}
     assert len(x_plus) == 1
     rows = (tmp_path / "slice" / "links.csv").read_text().splitlines()
-    assert rows[0] == "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization"
+    assert rows[0] == "src,dst,dim,dir,x,y,z,bytes,busy_cycles,utilization,stalled_cycles"
     assert len(rows) == 1 + 64 * 6
     first = rows[1].split(",")
     link = ici["links"][0]
@@ -56,6 +56,10 @@ def test_interconnect_section_and_links_csv(tpusim_bin, mlp_path, tmp_path):
                          str(link["z"]), str(link["bytes"])]
     assert float(first[9]) == pytest.approx(link["utilization"], abs=1e-6)
     assert max(float(r.split(",")[9]) for r in rows[1:]) == pytest.approx(ici["max_link_utilization"], abs=1e-6)
+    # Neighbour transfers into 256 KiB buffers (over bandwidth x credit round trip) never stall.
+    assert int(first[10]) == link["stalled_cycles"] == 0
+    assert ici["stalled_cycles"] == sum(link["stalled_cycles"] for link in ici["links"]) == 0
+    assert ici["buffer_bytes"] == 256 * 1024
 
 
 def test_one_bucket_is_one_collective(tpusim_bin, mlp_path, tmp_path):

@@ -18,6 +18,7 @@ IciLinkConfig testLinks() {
   c.link_latency_ns = 500;
   c.router_latency_ns = 100;
   c.packet_bytes = 4096;
+  c.buffer_bytes = 256 * 1024;  // 64 packets, the presets' (assumed) buffer
   return c;
 }
 

@@ -73,6 +73,7 @@ TEST(Ocs, InsertionLatencyAddsToALinkThroughTheSwitchOnly) {
   link.bandwidth_bytes_per_s = 100e9;
   link.link_latency_ns = 500;
   link.packet_bytes = 4096;
+  link.buffer_bytes = 256 * 1024;  // 64 packets, the presets' (assumed) buffer
   Network net(ring, link);
   for (const LinkId id : wiring.ocs_links) net.setExtraLatency(id, 250'000);  // 250 ns
   const TransferId inside = net.addTransfer(2, 3, 1000);
@@ -139,6 +140,7 @@ TEST(Ocs, TwistedStaysFasterThanRegularOnAllToAllThroughTheSwitches) {
   link.link_latency_ns = 500;
   link.router_latency_ns = 100;
   link.packet_bytes = 4096;
+  link.buffer_bytes = 256 * 1024;  // 64 packets, the presets' (assumed) buffer
   const auto run = [&](const Topology& slice) {
     Network net(slice, link);
     for (const LinkId id : wireSlice(slice, v4Pod()).ocs_links) net.setExtraLatency(id, 500'000);
