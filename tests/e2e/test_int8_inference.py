@@ -81,3 +81,27 @@ def test_the_reference_runs_int8_for_real_near_float32(tpusim_bin, tmp_path):
     # Three int8 layers with per-tensor activation and per-channel weight steps of max/127,
     # f32 between them: within 3e-2 normwise, and not zero (the values were quantized).
     assert 1e-4 < error < 3e-2
+
+
+def test_compare_reports_the_int8_runs_error_against_a_float32_reference(tpusim_bin, tmp_path):
+    common = ("--mode", "inference", "--batch", "16", "--seed", "4")
+    sim = tmp_path / "sim"
+    result = tpusim(tpusim_bin, "run", MLP, *common, "--precision", "int8", "--functional", "--no-instructions",
+                    "--out", str(sim))
+    assert result.returncode == 0, result.stderr
+
+    def compare(name, *reference_args):
+        ref = tmp_path / name
+        result = tpusim(tpusim_bin, "reference", MLP, *common, *reference_args, "--out", str(ref))
+        assert result.returncode == 0, result.stderr
+        result = tpusim(tpusim_bin, "compare", str(sim / "report.json"), str(ref / "report.json"),
+                        "--out", str(tmp_path / f"cmp-{name}"))
+        assert result.returncode == 0, result.stderr
+        report = json.loads((tmp_path / f"cmp-{name}" / "compare.json").read_text())
+        (logits,) = [o for o in report["numerics"]["outputs"] if o["output"] == "logits"]
+        return logits["normwise_rel_error"]
+
+    # Against float32: the quantization error, real and bounded.
+    assert 1e-4 < compare("f32") < 3e-2
+    # Against the int8 graph with the MXUs' numerics: the same bits (int32 sums are exact).
+    assert compare("int8", "--precision", "int8", "--numerics", "mxu") == 0
