@@ -97,3 +97,14 @@ def test_mixed_float16_and_int8_are_policies_and_int8_trains_not(mlp_path):
     with pytest.raises(tpusim.Error, match="float64"):
         mixed_precision.Policy("float64")
     assert mixed_precision.global_policy().name == "float32"
+
+
+def test_a_precision_rule_runs_from_python(mlp_path):
+    report = tpusim.run(mlp_path, batch=8, instructions=False, precision_rule="float32->mixed_bfloat16 when grad_norm>0",
+                        precision_rule_steps=2)
+    rule = report["precision_rule"]
+    assert rule["fired"] and rule["switch_after_step"] == 0
+    assert [p["policy"] for p in rule["phases"]] == ["float32", "mixed_bfloat16"]
+    assert report["precision"] == "mixed_bfloat16"
+    with pytest.raises(tpusim.Error, match="unknown statistic 'gradnorm'"):
+        tpusim.run(mlp_path, precision_rule="float32->mixed_bfloat16 when gradnorm>0")
