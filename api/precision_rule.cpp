@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 
 #include "api/functional.hpp"
 #include "frontend/train/loss_scaling.hpp"
@@ -57,8 +58,8 @@ StepValues runStep(const ModelGraph& built, const reference::CpuExecutor& execut
                    std::map<std::string, ir::TensorValue> feeds, double& scale) {
   const ir::Graph& graph = built.graph;
   const auto& tensors = graph.tensors();
-  const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
-                                       [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });
+  const bool loss_scaled =
+      std::any_of(tensors.begin(), tensors.end(), [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });
   StepValues step;
   while (true) {
     if (loss_scaled) feeds[kLossScaleTensor] = ir::TensorValue{{}, DType::kF32, {scale}, {}};
@@ -72,9 +73,9 @@ StepValues runStep(const ModelGraph& built, const reference::CpuExecutor& execut
   }
   double squares = 0;
   for (const ir::Op& op : graph.ops()) {
-    const bool parameter_update = op.type == ir::OpType::kSgdUpdate ||
-                                  (op.type == ir::OpType::kOptimizerUpdate &&
-                                   op.update_target == ir::UpdateTarget::kParameter);
+    const bool parameter_update =
+        op.type == ir::OpType::kSgdUpdate ||
+        (op.type == ir::OpType::kOptimizerUpdate && op.update_target == ir::UpdateTarget::kParameter);
     if (parameter_update) {
       for (double g : step.values[static_cast<size_t>(op.inputs[1])].floats) squares += g * g;
     }
@@ -121,8 +122,8 @@ PrecisionRule parsePrecisionRule(const std::string& text) {
   rule.to = trimmed(text.substr(arrow + 2, when - arrow - 2));
   for (const std::string& policy : {rule.from, rule.to}) {
     if (parsePrecisionPolicy(policy) == PrecisionPolicy::kInt8) {  // the name's own error first
-      throw Error(ErrorKind::kUnsupported, "precision rule '" + text +
-                                               "': int8 is inference only, and a rule switches training steps");
+      throw Error(ErrorKind::kUnsupported,
+                  "precision rule '" + text + "': int8 is inference only, and a rule switches training steps");
     }
   }
   if (rule.from == rule.to) bad(text, "FROM and TO are the same policy");

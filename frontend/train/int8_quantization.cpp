@@ -59,12 +59,15 @@ QuantizedWeight quantizeWeight(const ir::TensorValue& weight, int64_t channels, 
   if (weight.dtype != DType::kF32 || channels < 1 || channel_stride < 1) {
     throw Error(ErrorKind::kInternal, "quantizeWeight takes an f32 weight and a channel layout");
   }
-  const auto channelOf = [&](size_t i) { return static_cast<size_t>((static_cast<int64_t>(i) / channel_stride) % channels); };
+  const auto channelOf = [&](size_t i) {
+    return static_cast<size_t>((static_cast<int64_t>(i) / channel_stride) % channels);
+  };
   std::vector<double> amax(static_cast<size_t>(channels), 0.0);
   for (size_t i = 0; i < weight.floats.size(); ++i) {
     amax[channelOf(i)] = std::max(amax[channelOf(i)], std::abs(weight.floats[i]));
   }
-  QuantizedWeight q{ir::TensorValue::zeros(weight.shape, DType::kInt8), ir::TensorValue::zeros(scale_shape, DType::kF32)};
+  QuantizedWeight q{ir::TensorValue::zeros(weight.shape, DType::kInt8),
+                    ir::TensorValue::zeros(scale_shape, DType::kF32)};
   for (size_t c = 0; c < amax.size(); ++c) {
     q.scales.floats[c] = amax[c] > 0 ? static_cast<float>(amax[c] / 127.0) : 1.0;
   }
@@ -104,8 +107,8 @@ void applyInt8Quantization(ImportedModel& model) {
       int8_of[tensor.id] = {values, scales};
       const auto value = model.initializers.find(tensor.name);
       if (value != model.initializers.end()) {
-        QuantizedWeight q = quantizeWeight(value->second, layout->second.channels, layout->second.stride,
-                                           layout->second.scale_shape);
+        QuantizedWeight q =
+            quantizeWeight(value->second, layout->second.channels, layout->second.stride, layout->second.scale_shape);
         model.initializers[tensor.name + "/int8"] = std::move(q.values);
         model.initializers[tensor.name + "/scale"] = std::move(q.scales);
         if (!read_in_float.count(tensor.id)) model.initializers.erase(tensor.name);
@@ -136,11 +139,12 @@ void applyInt8Quantization(ImportedModel& model) {
       // range = max|x| + 2^-100, s = 127 / range, q = int8(round_half_even(x * s)).
       const int x = inputs[0];
       const std::string q = op.name + "/quantize";
-      const int amax = graph.reduce(q + ".amax", graph.unary(ir::UnaryKind::kAbs, q + ".abs", x), ir::Reduction::kMax,
-                                    {}, false);
+      const int amax =
+          graph.reduce(q + ".amax", graph.unary(ir::UnaryKind::kAbs, q + ".abs", x), ir::Reduction::kMax, {}, false);
       const int range = graph.add(q + ".range", amax, range_floor);
       const int s = graph.scale(q + ".scale", graph.unary(ir::UnaryKind::kReciprocal, q + ".inverse", range), 127.0);
-      const int rounded = graph.unary(ir::UnaryKind::kRound, q + ".round", graph.binary(OpType::kMul, q + ".mul", x, s));
+      const int rounded =
+          graph.unary(ir::UnaryKind::kRound, q + ".round", graph.binary(OpType::kMul, q + ".mul", x, s));
       const int qx = graph.cast(q, rounded, DType::kInt8);
       const auto [qw, w_scale] = int8_of.at(op.inputs[1]);
       const int acc = op.type == OpType::kMatMul
@@ -148,7 +152,8 @@ void applyInt8Quantization(ImportedModel& model) {
                           : graph.conv(op.name, qx, qw, op.conv);
       // Dequantize: y = f32(acc) x (w_scale x range / 127).
       const std::string d = op.name + "/dequantize";
-      const int factor = graph.binary(OpType::kMul, d + ".factor", w_scale, graph.scale(d + ".step", range, 1.0 / 127.0));
+      const int factor =
+          graph.binary(OpType::kMul, d + ".factor", w_scale, graph.scale(d + ".step", range, 1.0 / 127.0));
       id = graph.binary(OpType::kMul, d, graph.cast(d + ".f32", acc, DType::kF32), factor);
     } else {
       id = graph.cloneOp(source, op, inputs, op.name);
