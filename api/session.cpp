@@ -4,6 +4,7 @@
 #include "api/host_run.hpp"
 #include "api/parallel_degrees.hpp"
 #include "api/pipeline_run.hpp"
+#include "api/precision_rule.hpp"
 #include "api/precision_schedule.hpp"
 #include "api/ps_run.hpp"
 #include "api/strategy.hpp"
@@ -201,6 +202,7 @@ ModelGraph buildModelGraph(const RunRequest& request) {
   if (mode != "training" && mode != "inference") {
     throw Error(ErrorKind::kInvalidConfig, "unknown mode '" + mode + "' (use training or inference)");
   }
+  checkPolicyForMode(precision, mode);
   ModelGraph built;
   built.mode = mode;
   OnnxImportOptions options;
@@ -298,6 +300,7 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 }
 
 RunOutcome runRequest(const RunRequest& request) {
+  if (!request.precision_rule.empty()) return runPrecisionRule(request);
   if (!request.precision_schedule.empty()) return runPrecisionSchedule(request);
   const Strategy strategy = strategyFromName(request.strategy);
   if (strategy == Strategy::kParameterServer) {

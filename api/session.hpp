@@ -56,9 +56,13 @@ struct RunRequest {
   bool adamw = false;             // Adam: decoupled weight decay
   int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch (--pp: the pipeline's)
   std::string remat = "none";     // none or all
-  std::string precision = "float32";  // Keras policy: float32, mixed_bfloat16 or mixed_float16 (frontend/train/precision_policy.hpp)
+  std::string precision = "float32";  // Keras policy: float32, mixed_bfloat16, mixed_float16 or int8 (inference; frontend/train/precision_policy.hpp)
   // Adaptive precision by schedule, "POLICY:STEPS,..." (api/precision_schedule.hpp); empty: none.
   std::string precision_schedule;
+  // Adaptive precision by rule, "FROM->TO when STATISTIC>NUMBER [for N]" over
+  // precision_rule_steps real training steps (api/precision_rule.hpp); empty: none.
+  std::string precision_rule;
+  uint64_t precision_rule_steps = 10;
   // Compiler: print the IR after these passes (names from compilerPassNames(), or "all") to stderr.
   std::vector<std::string> print_ir_after;
   std::string matmul_precision = "default";  // f32 matmuls: default, high or highest (1, 3, 6 bf16 passes)

@@ -81,6 +81,10 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.tiling_objective = value.cast<std::string>();
     else if (name == "precision")
       request.precision = value.cast<std::string>();
+    else if (name == "precision_rule")
+      request.precision_rule = value.cast<std::string>();
+    else if (name == "precision_rule_steps")
+      request.precision_rule_steps = value.cast<uint64_t>();
     else if (name == "topology")
       request.topology = value.cast<std::string>();
     else if (name == "all_reduce_bucket_mib")
@@ -98,8 +102,8 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "precision, matmul_precision, tiling_objective, topology, all_reduce_bucket_mib; strategy, "
-                              "workers, steps, seed)");
+                              "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
+                              "all_reduce_bucket_mib; strategy, workers, steps, seed)");
     }
   }
 }
@@ -339,7 +343,8 @@ PYBIND11_MODULE(_core, m) {
         "a second shows its progress on stderr (a bar on a terminal, a line each 10 s otherwise) unless "
         "progress=False. Training "
         "keyword arguments: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, beta1, beta2, "
-        "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision, "
+        "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision (float32, "
+        "mixed_bfloat16, mixed_float16, int8 with mode='inference'), precision_rule, precision_rule_steps, "
         "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, strategy, workers, steps, seed.");
   m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4",
         py::arg("mode") = py::none(), py::arg("batch") = py::none(), py::arg("overrides") = py::none(),

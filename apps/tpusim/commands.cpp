@@ -55,6 +55,11 @@ int runCommand(const std::vector<std::string>& args) {
       "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
       "precision-schedule", po::value(&o.training.precision_schedule),
       "adaptive precision: POLICY:STEPS,... (float32:100,mixed_bfloat16:900), each phase's step simulated once")(
+      "precision-rule", po::value(&o.training.precision_rule),
+      "adaptive precision by rule: \"FROM->TO when STATISTIC>NUMBER [for N]\" on each real step's gradients "
+      "(grad_norm, grad_norm_ratio, loss, loss_scale_overflows)")(
+      "precision-rule-steps", po::value(&o.training.precision_rule_steps)->default_value(o.training.precision_rule_steps),
+      "training steps of a --precision-rule run, each evaluated for real")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)")(
       "no-progress", po::bool_switch(&no_progress),

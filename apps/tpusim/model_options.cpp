@@ -38,7 +38,7 @@ po::options_description modelOptions(ModelOptions& o) {
       "matmul-precision", po::value(&o.training.matmul_precision)->default_value(o.training.matmul_precision),
       "f32 matmuls on the MXU: default (1 bf16 pass), high (3) or highest (6), as XLA (docs/mxu.md)")(
       "precision", po::value(&o.training.precision)->default_value(o.training.precision),
-      "Keras precision policy: float32, mixed_bfloat16 (bf16 compute, f32 variables and loss) or mixed_float16 (f16 compute with dynamic loss scaling)")(
+      "Keras precision policy: float32, mixed_bfloat16 (bf16 compute, f32 variables and loss), mixed_float16 (f16 compute with dynamic loss scaling) or int8 (--mode inference: int8 matmuls and convolutions)")(
       "tiling-objective", po::value(&o.training.tiling_objective)->default_value(o.training.tiling_objective),
       "GEMM tiles with the fewest estimated cycles (cycles) or the fewest HBM bytes (bytes)");
   RunRequest& t = o.training;

@@ -146,7 +146,11 @@ int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool 
     throw Error(ErrorKind::kUnsupported, "op '" + name + "': MatMul of a 1-D operand is not supported yet, got " +
                                              shapeToString(ta.shape) + " and " + shapeToString(tb.shape));
   }
-  if (ta.dtype != tb.dtype || !isFloat(ta.dtype)) shapeError(name, "MatMul operands must share one float dtype");
+  // int8 x int8 accumulates exactly into int32, as the MXU does (--precision int8).
+  const bool int8 = ta.dtype == DType::kInt8 && tb.dtype == DType::kInt8;
+  if (!int8 && (ta.dtype != tb.dtype || !isFloat(ta.dtype))) {
+    shapeError(name, "MatMul operands must share one float dtype or both be int8");
+  }
   const size_t ra = ta.shape.size();
   const size_t rb = tb.shape.size();
   const int64_t m = transpose_a ? ta.shape[ra - 1] : ta.shape[ra - 2];
@@ -165,7 +169,7 @@ int Graph::matmul(const std::string& name, int a, int b, bool transpose_a, bool 
   }
   out.push_back(m);
   out.push_back(n);
-  const DType dtype = ta.dtype;
+  const DType dtype = int8 ? DType::kInt32 : ta.dtype;
   Op op = makeOp(name, OpType::kMatMul, {a, b});
   op.transpose_a = transpose_a;
   op.transpose_b = transpose_b;

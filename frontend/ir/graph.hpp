@@ -47,7 +47,8 @@ struct Tensor {
 };
 
 enum class OpType {
-  kMatMul,               // out = op(a) x op(b) over the last two dims, batch dims broadcast; op = optional transpose
+  kMatMul,               // out = op(a) x op(b) over the last two dims, batch dims broadcast; op = optional transpose;
+                         // int8 x int8 gives int32
   kAdd,                  // out = a + b (broadcast)
   kSub,                  // out = a - b (broadcast)
   kMul,                  // out = a * b (broadcast)
@@ -103,7 +104,8 @@ enum class Reduction { kNone, kSum, kMean, kMax, kMin };
 const char* reductionName(Reduction reduction);
 enum class CompareDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 const char* compareDirectionName(CompareDirection direction);
-enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh };
+// kRound: to the nearest integer, halves to even (int8 quantization).
+enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh, kRound };
 const char* unaryKindName(UnaryKind kind);
 
 // Geometry of a 2-D convolution (spatial dims in H, W order).

@@ -71,7 +71,10 @@ int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {
                                              "': only 2-D convolutions ([N, C, H, W]) are supported yet, got " +
                                              shapeToString(tx.shape) + " and " + shapeToString(tw.shape));
   }
-  if (tx.dtype != tw.dtype || !isFloat(tx.dtype)) shapeError(name, "Conv operands must share one float dtype");
+  const bool int8 = tx.dtype == DType::kInt8 && tw.dtype == DType::kInt8;  // into int32, as MatMul
+  if (!int8 && (tx.dtype != tw.dtype || !isFloat(tx.dtype))) {
+    shapeError(name, "Conv operands must share one float dtype or both be int8");
+  }
   if (g.group < 1 || tx.shape[1] % g.group != 0 || tw.shape[0] % g.group != 0 || tw.shape[1] * g.group != tx.shape[1]) {
     shapeError(name, "channels " + shapeToString(tx.shape) + " and weights " + shapeToString(tw.shape) +
                          " do not match group " + std::to_string(g.group));
@@ -86,7 +89,7 @@ int Graph::conv(const std::string& name, int x, int w, const ConvGeometry& g) {
   }
   Op op = makeOp(name, OpType::kConv, {x, w});
   op.conv = g;
-  const DType dtype = tx.dtype;
+  const DType dtype = int8 ? DType::kInt32 : tx.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
 }
 

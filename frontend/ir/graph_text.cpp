@@ -104,6 +104,7 @@ const char* unaryKindName(UnaryKind kind) {
     case UnaryKind::kSigmoid: return "Sigmoid";
     case UnaryKind::kSqrt: return "Sqrt";
     case UnaryKind::kTanh: return "Tanh";
+    case UnaryKind::kRound: return "Round";
   }
   return "?";
 }

@@ -18,7 +18,7 @@ uint64_t product(uint64_t a, uint64_t b, uint64_t c) {
   return p > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(p);
 }
 
-// The MXU multiplies bf16 (and f32 in passes) and accumulates in f32; it has no f64
+// The MXU multiplies bf16 (and f32 in passes) and accumulates in f32, or int8 into int32; it has no f64
 // datapath, so an f64 matmul or convolution cannot be lowered to it.
 void checkMxuDType(const ir::Op& op, DType dtype) {
   if (dtype != DType::kF64) return;
@@ -43,6 +43,7 @@ GemmCostModel Lowerer::costModel(DType input_dtype) const {
   model.array = arrayConfigOf(m_hw);
   model.mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
   model.passes = input_dtype == DType::kF32 ? m_f32_passes : 1;
+  model.int8 = input_dtype == DType::kInt8;
   const double cores = static_cast<double>(m_hw.chip().tensor_cores());
   model.hbm_bytes_per_cycle = m_hw.hbm().bandwidth_gbps() * 1e9 / (m_hw.chip().clock_mhz() * 1e6) / cores;
   return model;
@@ -566,7 +567,7 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   job.epilogue_stores = &epilogue_stores;
   job.items_total = g;
   job.items = {0, g};
-  job.input_dtype = out.dtype;
+  job.input_dtype = first.dtype;  // the output's, but int8 into int32
   job.output_dtype = out.dtype;
   // With groups, channels of one group are strided in memory: dependencies take whole tensors.
   const bool grouped = g > 1;

@@ -171,7 +171,8 @@ MxuSplit chooseMxuSplit(uint64_t m, uint64_t k, uint64_t n, const GemmCostModel&
     const uint64_t piece = ceilDiv(extent, pieces);
     const uint64_t rows = by_rows ? piece : m, cols = by_rows ? n : piece;
     const MatmulShape shape{transposed ? cols : rows, k, transposed ? rows : cols, model.passes};
-    return MxuSplit{by_rows, transposed, pieces, arrayTiming(model.array, shape).cycles};
+    return MxuSplit{by_rows, transposed, pieces,
+                    arrayTiming(model.array, sweptShape(model.array, shape, model.int8)).cycles};
   };
   MxuSplit best = timed(false, false);
   for (const auto& [by_rows, transposed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {

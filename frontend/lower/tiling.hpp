@@ -49,6 +49,7 @@ struct GemmCostModel {
   ArrayConfig array;
   uint64_t mxus = 1;
   uint64_t passes = 1;             // bf16 passes per product (f32 precision)
+  bool int8 = false;               // int8 x int8: k swept array.int8_macs_per_pe at a time
   double hbm_bytes_per_cycle = 1;  // this core's share
 };
 

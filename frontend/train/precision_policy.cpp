@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "frontend/train/int8_quantization.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -16,11 +17,9 @@ PrecisionPolicy parsePrecisionPolicy(const std::string& name) {
   if (name == "float32") return PrecisionPolicy::kFloat32;
   if (name == "mixed_bfloat16") return PrecisionPolicy::kMixedBfloat16;
   if (name == "mixed_float16") return PrecisionPolicy::kMixedFloat16;
-  if (name == "int8") {
-    throw Error(ErrorKind::kUnsupported, "precision policy int8 (quantized inference) is not built yet");
-  }
+  if (name == "int8") return PrecisionPolicy::kInt8;
   throw Error(ErrorKind::kInvalidConfig,
-              "unknown precision policy '" + name + "' (use float32, mixed_bfloat16 or mixed_float16)");
+              "unknown precision policy '" + name + "' (use float32, mixed_bfloat16, mixed_float16 or int8)");
 }
 
 const char* precisionPolicyName(PrecisionPolicy policy) {
@@ -28,11 +27,19 @@ const char* precisionPolicyName(PrecisionPolicy policy) {
     case PrecisionPolicy::kFloat32: return "float32";
     case PrecisionPolicy::kMixedBfloat16: return "mixed_bfloat16";
     case PrecisionPolicy::kMixedFloat16: return "mixed_float16";
+    case PrecisionPolicy::kInt8: return "int8";
   }
   return "float32";
 }
 
 bool needsLossScaling(PrecisionPolicy policy) { return policy == PrecisionPolicy::kMixedFloat16; }
+
+void checkPolicyForMode(PrecisionPolicy policy, const std::string& mode) {
+  if (policy == PrecisionPolicy::kInt8 && mode != "inference") {
+    throw Error(ErrorKind::kUnsupported,
+                "--precision int8 is post-training quantization for --mode inference; int8 training is not supported");
+  }
+}
 
 namespace {
 
@@ -42,6 +49,10 @@ bool isLoss(OpType type) { return type == OpType::kSoftmaxCrossEntropy || type =
 
 void applyPrecisionPolicy(ImportedModel& model, PrecisionPolicy policy) {
   if (policy == PrecisionPolicy::kFloat32) return;
+  if (policy == PrecisionPolicy::kInt8) {
+    applyInt8Quantization(model);
+    return;
+  }
   const DType compute = policy == PrecisionPolicy::kMixedFloat16 ? DType::kF16 : DType::kBF16;
   const std::string suffix = std::string("/cast_") + dtypeName(compute);
   const Graph& source = model.graph;

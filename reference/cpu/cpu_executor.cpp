@@ -128,6 +128,7 @@ T applyUnary(ir::UnaryKind kind, T x) {
     case ir::UnaryKind::kSigmoid: return T{1} / (T{1} + std::exp(-x));
     case ir::UnaryKind::kSqrt: return std::sqrt(x);
     case ir::UnaryKind::kTanh: return std::tanh(x);
+    case ir::UnaryKind::kRound: return std::nearbyint(x);  // the default rounding mode: halves to even
   }
   return x;
 }
@@ -146,6 +147,7 @@ T unaryDerivative(ir::UnaryKind kind, T x, T y) {
     case ir::UnaryKind::kSigmoid: return y * (T{1} - y);
     case ir::UnaryKind::kSqrt: return T{0.5} / y;
     case ir::UnaryKind::kTanh: return T{1} - y * y;
+    case ir::UnaryKind::kRound: return T{0};
   }
   return T{0};
 }
@@ -560,10 +562,11 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
   const ir::Tensor& out_tensor = m_graph.tensor(op.outputs[0]);
   TensorValue out = TensorValue::zeros(out_tensor.shape, out_tensor.dtype);
   const DType input_dtype = values[static_cast<size_t>(op.inputs[0])].dtype;
-  if (m_options.mxu && runsOnMxu(op, input_dtype)) {
+  const bool int8 = isInt8Product(op, input_dtype);
+  if ((m_options.mxu && runsOnMxu(op, input_dtype)) || int8) {
     std::vector<const TensorValue*> inputs;
     for (int input : op.inputs) inputs.push_back(&values[static_cast<size_t>(input)]);
-    mxuCompute(op, inputs, out, *m_options.mxu);
+    mxuCompute(op, inputs, out, m_options.mxu.value_or(MxuNumericsOptions{}));
   } else if (out.dtype == DType::kF64) {
     computeOp<double>(op, values, out, m_options.threads);
   } else {

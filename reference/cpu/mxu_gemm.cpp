@@ -17,12 +17,18 @@ numerics::MatmulNumerics numericsFor(DType dtype, const MxuNumericsOptions& opti
   return n;
 }
 
-// out[m, n] = a[m, k] x b[k, n] through the MXU's numerics.
-std::vector<float> gemm(const numerics::MatmulNumerics& n, const std::vector<float>& a, const std::vector<float>& b,
-                        uint64_t m, uint64_t k, uint64_t cols) {
+// out[m, n] = a[m, k] x b[k, n] through the MXU's numerics: f32 sums, or for int8 x int8
+// exact int32 sums (a double holds every int32).
+std::vector<double> gemm(const numerics::MatmulNumerics& n, const std::vector<float>& a, const std::vector<float>& b,
+                         uint64_t m, uint64_t k, uint64_t cols) {
+  if (n.lhs_dtype == DType::kInt8) {
+    std::vector<int32_t> sums(m * cols);
+    numerics::mxuMatmul(n, a, b, sums, m, k, cols);
+    return {sums.begin(), sums.end()};
+  }
   std::vector<float> out(m * cols);
   numerics::mxuMatmul(n, a, b, out, m, k, cols);
-  return out;
+  return {out.begin(), out.end()};
 }
 
 void matmul(const ir::Op& op, const ir::TensorValue& a, const ir::TensorValue& b, ir::TensorValue& out,
@@ -52,7 +58,7 @@ void matmul(const ir::Op& op, const ir::TensorValue& a, const ir::TensorValue& b
         rhs[i * cols + j] = static_cast<float>(op.transpose_b ? pb[j * k + i] : pb[i * cols + j]);
       }
     }
-    const std::vector<float> y = gemm(n, lhs, rhs, m, k, cols);
+    const std::vector<double> y = gemm(n, lhs, rhs, m, k, cols);
     for (uint64_t i = 0; i < m * cols; ++i) out.floats[item * m * cols + i] = y[i];
   }
 }
@@ -116,7 +122,7 @@ void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::T
           wt[c * p.outPerGroup() + ch] = static_cast<float>(in[1]->floats[static_cast<size_t>(p.wIndex(ch, c, group))]);
         }
       }
-      const std::vector<float> y = gemm(n, im2col(p, in[0]->floats, group), wt, p.rows(), p.cols(), p.outPerGroup());
+      const std::vector<double> y = gemm(n, im2col(p, in[0]->floats, group), wt, p.rows(), p.cols(), p.outPerGroup());
       for (uint64_t r = 0; r < p.rows(); ++r) {
         for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
           out.floats[static_cast<size_t>(p.yIndex(r, ch, group))] = y[r * p.outPerGroup() + ch];
@@ -145,13 +151,13 @@ void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::T
           w[ch * p.cols() + c] = static_cast<float>(in[1]->floats[static_cast<size_t>(p.wIndex(ch, c, group))]);
         }
       }
-      const std::vector<float> cols = gemm(n, dy, w, p.rows(), p.outPerGroup(), p.cols());
+      const std::vector<double> cols = gemm(n, dy, w, p.rows(), p.outPerGroup(), p.cols());
       for (uint64_t r = 0; r < p.rows(); ++r) {  // col2im, in float
         for (uint64_t c = 0; c < p.cols(); ++c) {
           const int64_t at = p.xIndex(r, c, group);
           if (at < 0) continue;
           double& dx = out.floats[static_cast<size_t>(at)];
-          dx = static_cast<float>(static_cast<float>(dx) + cols[r * p.cols() + c]);
+          dx = static_cast<float>(static_cast<float>(dx) + static_cast<float>(cols[r * p.cols() + c]));
         }
       }
       continue;
@@ -160,7 +166,7 @@ void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::T
     for (uint64_t r = 0; r < p.rows(); ++r) {
       for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) dyt[ch * p.rows() + r] = dy[r * p.outPerGroup() + ch];
     }
-    const std::vector<float> dw = gemm(n, dyt, im2col(p, in[0]->floats, group), p.outPerGroup(), p.rows(), p.cols());
+    const std::vector<double> dw = gemm(n, dyt, im2col(p, in[0]->floats, group), p.outPerGroup(), p.rows(), p.cols());
     for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
       for (uint64_t c = 0; c < p.cols(); ++c) {
         out.floats[static_cast<size_t>(p.wIndex(ch, c, group))] = dw[ch * p.cols() + c];
@@ -177,9 +183,28 @@ bool runsOnMxu(const ir::Op& op, DType dtype) {
   return mxu_op && (dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16);
 }
 
+bool isInt8Product(const ir::Op& op, DType dtype) {
+  return (op.type == OpType::kMatMul || op.type == OpType::kConv) && dtype == DType::kInt8;
+}
+
 void mxuCompute(const ir::Op& op, const std::vector<const ir::TensorValue*>& inputs, ir::TensorValue& out,
                 const MxuNumericsOptions& options) {
   const numerics::MatmulNumerics n = numericsFor(inputs[0]->dtype, options);
+  if (isInt8Product(op, inputs[0]->dtype)) {
+    // The int8 operands as floats (exact), the int32 sums through a float-valued result.
+    std::vector<ir::TensorValue> floats;
+    for (const ir::TensorValue* input : inputs) {
+      floats.push_back({input->shape, DType::kF32, {input->ints.begin(), input->ints.end()}, {}});
+    }
+    ir::TensorValue sums = ir::TensorValue::zeros(out.shape, DType::kF32);
+    if (op.type == OpType::kMatMul) {
+      matmul(op, floats[0], floats[1], sums, n);
+    } else {
+      conv(op, {&floats[0], &floats[1]}, sums, n);
+    }
+    for (size_t i = 0; i < sums.floats.size(); ++i) out.ints[i] = static_cast<int64_t>(sums.floats[i]);
+    return;
+  }
   if (op.type == OpType::kMatMul) {
     matmul(op, *inputs[0], *inputs[1], out, n);
   } else {

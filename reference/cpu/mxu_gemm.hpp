@@ -30,8 +30,12 @@ struct MxuNumericsOptions {
 // True for the op types the MXU computes (matmul, conv and its gradients) in a
 // dtype it takes (f32, bf16, f16).
 bool runsOnMxu(const ir::Op& op, DType dtype);
+// True for an int8 x int8 matmul or convolution (--precision int8): its int32 sums are
+// exact, so any summation order gives them; the executor computes it here always.
+bool isInt8Product(const ir::Op& op, DType dtype);
 
-// Fills `out` (zeros of the output's shape and dtype) with the op's value.
+// Fills `out` (zeros of the output's shape and dtype) with the op's value; an int8
+// product's out is int32.
 void mxuCompute(const ir::Op& op, const std::vector<const ir::TensorValue*>& inputs, ir::TensorValue& out,
                 const MxuNumericsOptions& options);
 

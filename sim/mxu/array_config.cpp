@@ -59,7 +59,13 @@ ArrayConfig arrayConfigOf(const config::HardwareConfig& hw) {
   array.cols = static_cast<uint64_t>(hw.mxu().cols());
   array.dataflow = parseDataflow(hw.mxu().dataflow());
   array.double_buffered = hw.mxu().register_buffering() != "single";
+  array.int8_macs_per_pe = static_cast<uint64_t>(hw.mxu().int8_macs_per_pe());
   return array;
+}
+
+MatmulShape sweptShape(const ArrayConfig& array, MatmulShape shape, bool int8) {
+  if (int8) shape.k = (shape.k + array.int8_macs_per_pe - 1) / array.int8_macs_per_pe;
+  return shape;
 }
 
 }  // namespace tpusim

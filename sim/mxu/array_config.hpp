@@ -28,6 +28,8 @@ struct ArrayConfig {
   // Two registers per PE: weights (WS, IS) or results (OS) of the next fold move in
   // (or out) while the current fold computes. Off is the classic single-register schedule.
   bool double_buffered = true;
+  // int8 x int8 MACs a PE does per cycle, on consecutive k (mxu.int8_macs_per_pe; bf16 is 1).
+  uint64_t int8_macs_per_pe = 1;
 };
 
 struct MatmulShape {
@@ -55,7 +57,13 @@ struct FoldGeometry {
 };
 FoldGeometry foldGeometry(const ArrayConfig& array, const MatmulShape& shape);
 
-// The array of a preset (mxu.rows, mxu.cols, mxu.dataflow, mxu.register_buffering).
+// What the array sweeps for an instruction: an int8 x int8 product whose PEs each take
+// int8_macs_per_pe pairs along k per cycle runs as the product with k / int8_macs_per_pe
+// (rounded up) would, in every dataflow; other dtypes as given.
+MatmulShape sweptShape(const ArrayConfig& array, MatmulShape shape, bool int8);
+
+// The array of a preset (mxu.rows, mxu.cols, mxu.dataflow, mxu.register_buffering,
+// mxu.int8_macs_per_pe).
 ArrayConfig arrayConfigOf(const config::HardwareConfig& hw);
 
 }  // namespace tpusim

@@ -18,7 +18,11 @@ Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const Uni
     : ExecUnit(name, stat_prefix, context),
       m_array(array),
       m_mode(mode),
-      m_macs(context.stats->counter(stat_prefix + ".macs", "MAC", "useful multiply-accumulates (x passes)")),
+      m_macs(context.stats->counter(stat_prefix + ".macs", "MAC",
+                                    "useful multiply-accumulate slots of the PEs (x passes); one slot does "
+                                    "mxu.int8_macs_per_pe int8 MACs")),
+      m_int8_macs(context.stats->counter(stat_prefix + ".int8_macs", "MAC",
+                                         "int8 x int8 multiply-accumulates (m x k x n of the int8 instructions)")),
       m_folds(context.stats->counter(stat_prefix + ".folds", "count", "tiles held in the array, one per fold")),
       m_stream(context.stats->counter(stat_prefix + ".stream_cycles", "cycles",
                                       "busy cycles in which a vector entered the array")),
@@ -45,10 +49,13 @@ void Mxu::execute(const program::Instruction& instruction) {
   if (!instruction.has_matmul()) {
     throw Error(ErrorKind::kInternal, "MXU received non-matmul instruction " + instruction.name());
   }
-  const MatmulShape shape = matmulShapeOf(instruction.matmul());
+  const MatmulShape given = matmulShapeOf(instruction.matmul());
+  const bool int8 = instruction.matmul().input_dtype() == program::INT8;
+  const MatmulShape shape = sweptShape(m_array, given, int8);
   const ArrayTiming timing =
       m_mode == MxuTimingMode::kPeByPe ? simulatePeArray(m_array, shape, {}).timing : arrayTiming(m_array, shape);
   m_macs.add(timing.macs);
+  if (int8) m_int8_macs.add(given.m * given.k * given.n);
   m_folds.add(timing.folds);
   m_stream.add(timing.stream_cycles);
   m_load_stall.add(timing.load_stall_cycles);

@@ -3,7 +3,8 @@
 // (array_timing.hpp) or, with mxu.timing=pe_by_pe, by stepping every PE
 // (pe_array.hpp); both give the same cycles.
 //
-// Stats beyond ExecUnit's (busy, waiting for operands, idle): useful MACs,
+// Stats beyond ExecUnit's (busy, waiting for operands, idle): useful MAC slots
+// (an int8 instruction's k is swept mxu.int8_macs_per_pe at a time), int8 MACs,
 // folds, and the busy cycles split into streaming, weight-load stall and
 // fill/drain; MAC utilization = MACs / (rows x cols x total cycles).
 #pragma once
@@ -28,6 +29,7 @@ class Mxu : public ExecUnit {
   ArrayConfig m_array;
   MxuTimingMode m_mode;
   Counter& m_macs;
+  Counter& m_int8_macs;
   Counter& m_folds;
   Counter& m_stream;
   Counter& m_load_stall;

@@ -48,8 +48,8 @@ def test_mixed_bfloat16_functional_step_stays_near_float32(tpusim_bin, tmp_path)
 
 
 @pytest.mark.parametrize("policy,code,message", [
-    ("fp8", 2, "unknown precision policy 'fp8' (use float32, mixed_bfloat16 or mixed_float16)"),
-    ("int8", 4, "int8 (quantized inference) is not built yet"),
+    ("fp8", 2, "unknown precision policy 'fp8' (use float32, mixed_bfloat16, mixed_float16 or int8)"),
+    ("int8", 4, "--precision int8 is post-training quantization for --mode inference"),
 ])
 def test_policies_that_are_unknown_or_not_built_are_one_line_errors(tpusim_bin, tmp_path, policy, code, message):
     result = tpusim(tpusim_bin, "run", str(TRACES / "mlp.onnx"), "--precision", policy, "--out", str(tmp_path))

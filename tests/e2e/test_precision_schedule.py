@@ -46,7 +46,7 @@ def test_each_phase_takes_its_policys_step_time(tpusim_bin, tmp_path):
     (["--precision-schedule", "float32:ten"], 2, "the step count must be a positive integer"),
     (["--precision-schedule", "float32:10,"], 2, "precision schedule entry '' is not POLICY:STEPS"),
     (["--precision-schedule", "fp8:10"], 2, "unknown precision policy 'fp8'"),
-    (["--precision-schedule", "int8:10"], 4, "int8 (quantized inference) is not built yet"),
+    (["--precision-schedule", "int8:10"], 4, "--precision int8 is post-training quantization for --mode inference"),
     (["--precision-schedule", "float32:10", "--precision", "mixed_bfloat16"], 2,
      "give --precision or --precision-schedule, not both"),
     (["--precision-schedule", "float32:10", "--steps", "3"], 4, "does not combine with --steps"),

@@ -23,6 +23,9 @@ RUNS = {
     "schedule": ["mlp.onnx", "--precision-schedule", "float32:2,mixed_bfloat16:3", "--no-instructions"],
     "workers": ["mlp.onnx", "--strategy", "multi_worker_mirrored", "--workers", "2", "--no-instructions"],
     "tensor_parallel": ["mlp.onnx", "--strategy", "tpu", "--topology", "2x2x1", "--tp", "2", "--no-instructions"],
+    "rule": ["mlp.onnx", "--precision-rule", "mixed_float16->float32 when grad_norm>0", "--precision-rule-steps", "2",
+             "--no-instructions"],
+    "int8": ["mlp.onnx", "--mode", "inference", "--precision", "int8", "--no-instructions"],
 }
 # Maps keyed by data (unit, stat or tensor names), not fields: their keys are not schema.
 KEYED_BY_NAME = {"units", "stats", "bytes_by_role", "single_policy_time_s", "counters"}

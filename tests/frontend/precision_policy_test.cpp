@@ -165,7 +165,6 @@ TEST(PrecisionPolicy, NamesAndTheirErrors) {
   EXPECT_STREQ(precisionPolicyName(PrecisionPolicy::kMixedFloat16), "mixed_float16");
   EXPECT_TRUE(needsLossScaling(PrecisionPolicy::kMixedFloat16));
   EXPECT_FALSE(needsLossScaling(PrecisionPolicy::kMixedBfloat16));
-  EXPECT_EQ(kind("int8"), ErrorKind::kUnsupported);
   EXPECT_EQ(kind("bf16"), ErrorKind::kInvalidConfig);
 }
 

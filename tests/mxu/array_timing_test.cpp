@@ -124,5 +124,21 @@ TEST(ArrayTiming, BadArraysAndShapesAreErrors) {
   EXPECT_THROW(parseDataflow("row_stationary"), Error);
 }
 
+TEST(ArrayTiming, Int8SweepsKAtThePresetsRate) {
+  // M=K=N=256 on 128x128 WS. bf16: 2 row x 2 column blocks = 4 folds, g = 256:
+  // 128 + 3 * 256 + (256 + 128 + 128 - 2) = 1406.
+  ArrayConfig a = array(128, 128);
+  EXPECT_EQ(arrayTiming(a, sweptShape(a, {256, 256, 256, 1}, true)).cycles, 1406u);  // rate 1: as bf16
+  EXPECT_EQ(arrayTiming(a, sweptShape(a, {256, 256, 256, 1}, false)).cycles, 1406u);
+  // 2 int8 MACs per PE: K swept as 128, 1 row x 2 column blocks = 2 folds:
+  // 128 + 256 + (256 + 128 + 128 - 2) = 894.
+  a.int8_macs_per_pe = 2;
+  const MatmulShape swept = sweptShape(a, {256, 256, 256, 1}, true);
+  EXPECT_EQ(swept.k, 128u);
+  EXPECT_EQ(arrayTiming(a, swept).cycles, 894u);
+  EXPECT_EQ(arrayTiming(a, sweptShape(a, {256, 256, 256, 1}, false)).cycles, 1406u);  // bf16 unchanged
+  EXPECT_EQ(sweptShape(a, {1, 257, 1, 1}, true).k, 129u);  // an odd K rounds up
+}
+
 }  // namespace
 }  // namespace tpusim

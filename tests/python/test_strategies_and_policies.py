@@ -81,13 +81,30 @@ def float32_after_each_test():
     mixed_precision.set_global_policy("float32")
 
 
-def test_mixed_float16_is_a_policy_and_int8_raises_the_library_message():
+def test_mixed_float16_and_int8_are_policies_and_int8_trains_not(mlp_path):
     mixed_precision.set_global_policy("mixed_float16")
-    assert mixed_precision.global_policy().name == "mixed_float16"
+    assert mixed_precision.global_policy().compute_dtype == "float16"
+    mixed_precision.set_global_policy("int8")
+    assert (mixed_precision.global_policy().name, mixed_precision.global_policy().compute_dtype) == ("int8", "int8")
     mixed_precision.set_global_policy("float32")
-    with pytest.raises(tpusim.Error, match="int8") as error:
-        mixed_precision.set_global_policy("int8")
+    int8 = tpusim.run(mlp_path, mode="inference", batch=32, precision="int8", instructions=False)
+    f32 = tpusim.run(mlp_path, mode="inference", batch=32, instructions=False)
+    assert int8["precision"] == "int8"
+    assert int8["memory"]["bytes_by_role"]["weight"] < 0.3 * f32["memory"]["bytes_by_role"]["weight"]
+    with pytest.raises(tpusim.Error, match="--mode inference") as error:
+        tpusim.run(mlp_path, batch=32, precision="int8")
     assert "\n" not in str(error.value)
     with pytest.raises(tpusim.Error, match="float64"):
         mixed_precision.Policy("float64")
     assert mixed_precision.global_policy().name == "float32"
+
+
+def test_a_precision_rule_runs_from_python(mlp_path):
+    report = tpusim.run(mlp_path, batch=8, instructions=False, precision_rule="float32->mixed_bfloat16 when grad_norm>0",
+                        precision_rule_steps=2)
+    rule = report["precision_rule"]
+    assert rule["fired"] and rule["switch_after_step"] == 0
+    assert [p["policy"] for p in rule["phases"]] == ["float32", "mixed_bfloat16"]
+    assert report["precision"] == "mixed_bfloat16"
+    with pytest.raises(tpusim.Error, match="unknown statistic 'gradnorm'"):
+        tpusim.run(mlp_path, precision_rule="float32->mixed_bfloat16 when gradnorm>0")

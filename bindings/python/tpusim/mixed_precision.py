@@ -2,7 +2,9 @@
 
 set_global_policy("mixed_bfloat16") makes later runs of ONNX files and tpusim.keras models
 compute in bf16 with f32 variables (run(precision=...), docs/frontend.md); a run's own
-precision= wins. A policy tpusim does not build is the library's one-line tpusim.Error.
+precision= wins. "int8" is post-training quantization for mode="inference" runs (a training
+run under it is a tpusim.Error). A policy tpusim does not know is the library's one-line
+tpusim.Error.
 """
 from tpusim import _core
 
@@ -10,7 +12,8 @@ from tpusim import _core
 class Policy:
     def __init__(self, name):
         self.name = _core.check_precision_policy(name)
-        self.compute_dtype = "bfloat16" if self.name == "mixed_bfloat16" else "float32"
+        compute = {"mixed_bfloat16": "bfloat16", "mixed_float16": "float16", "int8": "int8"}
+        self.compute_dtype = compute.get(self.name, "float32")
         self.variable_dtype = "float32"
 
     def __repr__(self):
