@@ -89,6 +89,14 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.topology = value.cast<std::string>();
     else if (name == "all_reduce_bucket_mib")
       request.all_reduce_bucket_mib = value.cast<double>();
+    else if (name == "dp")
+      request.data_parallel = value.cast<int64_t>();
+    else if (name == "tp")
+      request.tensor_parallel = value.cast<int64_t>();
+    else if (name == "pp")
+      request.pipeline_parallel = value.cast<int64_t>();
+    else if (name == "pipeline_schedule")
+      request.pipeline_schedule = value.cast<std::string>();
     else if (name == "strategy")
       request.strategy = value.cast<std::string>();
     else if (name == "workers")
@@ -103,7 +111,7 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
                               "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
-                              "all_reduce_bucket_mib; strategy, workers, steps, seed)");
+                              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed)");
     }
   }
 }
@@ -345,7 +353,8 @@ PYBIND11_MODULE(_core, m) {
         "keyword arguments: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, beta1, beta2, "
         "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision (float32, "
         "mixed_bfloat16, mixed_float16, int8 with mode='inference'), precision_rule, precision_rule_steps, "
-        "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, strategy, workers, steps, seed.");
+        "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, dp, tp, pp (with micro_batches and "
+        "pipeline_schedule), strategy, workers, steps, seed.");
   m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4",
         py::arg("mode") = py::none(), py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
         "Compile a model for a preset and write its Program (.tpuprog binary, .tpuprog.txt text), as tpusim "

@@ -20,7 +20,8 @@ def run(
 ) -> Dict[str, Any]:
     """Simulate one step of a model (.onnx, HLO text) or saved Program; returns report.json as a dict.
     out: write the run directory as tpusim run --out; functional: also the step's tensors (for compare);
-    progress: a run past a second shows its progress on stderr."""
+    progress: a run past a second shows its progress on stderr. Keywords include topology and the
+    degrees dp, tp, pp (with micro_batches and pipeline_schedule), as tpusim run's options."""
 
 def compile(
     path: str,
