@@ -59,7 +59,7 @@ void ringSteps(Network& network, const Group& group, const RingPhase& phase, con
       const uint64_t bytes = chunkBytes(phase.bytes, p, chunk);
       deps = start[ring[i]];
       if (last_in[i] >= 0) deps.push_back(last_in[i]);
-      const TransferId id = network.addTransfer(group[ring[i]], group[ring[to]], bytes, deps);
+      const TransferId id = network.addTransfer(group[ring[i]], group[ring[to]], bytes, deps, 0, phase.dir);
       out.transfers.push_back(id);
       next_in[to] = id;
       if (phase.reduce) reduced_bytes[ring[to]] += bytes;

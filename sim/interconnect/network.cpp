@@ -54,20 +54,20 @@ uint64_t Network::dcnSerializationPs(uint64_t bytes) const {
 }
 
 TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
-                                uint64_t earliest_ps) {
+                                uint64_t earliest_ps, int way) {
   const int chips = m_topology.numChips();
   if (src < 0 || src >= chips || dst < 0 || dst >= chips) {
     throw Error(ErrorKind::kInvalidInput, "ICI transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
                                               ": the topology has chips 0.." + std::to_string(chips - 1));
   }
   if (m_granularity == Granularity::kMessage || src == dst || bytes <= m_config.packet_bytes) {
-    return addUnit(src, dst, bytes, deps, earliest_ps);
+    return addUnit(src, dst, bytes, deps, earliest_ps, way);
   }
   std::vector<TransferId> packets;
   for (uint64_t sent = 0; sent < bytes; sent += m_config.packet_bytes) {
-    packets.push_back(addUnit(src, dst, std::min(m_config.packet_bytes, bytes - sent), deps, earliest_ps));
+    packets.push_back(addUnit(src, dst, std::min(m_config.packet_bytes, bytes - sent), deps, earliest_ps, way));
   }
-  return addUnit(dst, dst, 0, packets, earliest_ps);  // the join: done when the last packet is
+  return addUnit(dst, dst, 0, packets, earliest_ps, 0);  // the join: done when the last packet is
 }
 
 TransferId Network::newSlot() {
@@ -95,7 +95,7 @@ int32_t Network::newEdge(TransferId dependent, int32_t next) {
 }
 
 TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
-                            uint64_t earliest_ps) {
+                            uint64_t earliest_ps, int way) {
   const TransferId id = newSlot();
   Transfer& t = m_transfers[id];
   t = Transfer{src, dst, src, bytes, std::max(earliest_ps, m_now_ps)};
@@ -103,6 +103,12 @@ TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<co
   t.ser_head_ps = serializationPs(std::min(bytes, m_config.packet_bytes));
   if (m_topology.sliceOf(src) == m_topology.sliceOf(dst)) {
     t.hops_left = minimalHops(m_topology, src, dst).hops;
+    // On the twisted torus a wrap also moves z, so the way round is the route's, not a choice.
+    if (way != 0 && m_topology.kind() != TopologyKind::kTwistedTorus3d) {
+      for (int d = 0; d < kDims; ++d) {
+        if (m_topology.dim(d) == 2 && t.hops_left[d] != 0) t.hops_left[d] = way > 0 ? 1 : -1;
+      }
+    }
   } else if (m_has_dcn) {
     t.dcn_hops_left = 2;
   } else {

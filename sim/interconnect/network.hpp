@@ -87,8 +87,10 @@ class Network {
   // earliest_ps and not before now(). A chip id out of range is a one-line
   // error; src == dst is a local copy that takes no link time. With recycling,
   // deps must not have delivered yet (add a collective's transfers together).
+  // `way` (+1 or -1, 0: none) picks the way round a dimension of size 2, where both
+  // links reach the same neighbour: a ring's two directions then take different links.
   TransferId addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps = {},
-                         uint64_t earliest_ps = 0);
+                         uint64_t earliest_ps = 0, int way = 0);
 
   // Batch use: simulates every transfer added so far (to the end).
   void run();
@@ -225,7 +227,8 @@ class Network {
   }
   uint64_t firstHopDelay(const Transfer& t) const { return t.dcn_hops_left > 0 ? 0 : m_router_ps; }
   int chooseDimension(const Transfer& t) const;
-  TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps);
+  TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps,
+                     int way);
   TransferId newSlot();
   int32_t newEdge(TransferId dependent, int32_t next);
   void finishInGroup(GroupId group, uint64_t done_ps);

@@ -24,10 +24,10 @@ ALPHA, BETA, DCN_B, LATENCY, PACKET = 1e-6, 50e9, 25e9, 10e-6, 4096
 
 
 def ici_phases_s(n):
-    """Reduce-scatter x (n) and y (n/2) on a 2x2x1 host, then all-gather: on a ring of 2 both
-    directions take one link, so each phase is alpha + n_d / (2 beta)."""
+    """Reduce-scatter x (n) and y (n/2) on a 2x2x1 host, then all-gather: on a ring of 2 the two
+    directions take the two links to the neighbour, so each phase is alpha + n_d / (4 beta)."""
     n_y = math.ceil(n / 2)
-    return 2 * (ALPHA + n / 2 / BETA + ALPHA + n_y / 2 / BETA)
+    return 2 * (ALPHA + n / 4 / BETA + ALPHA + n_y / 4 / BETA)
 
 
 def dcn_phase_s(n, chips_per_host, hosts):

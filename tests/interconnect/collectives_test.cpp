@@ -79,6 +79,20 @@ TEST(IciCollectives, BidirectionalRingAllReduceHalvesTheBandwidthTerm) {
   expectWithin1Percent(t, 2 * 7 * (kAlphaNs + 8.0 * kMiB / 2 / 8 * kNsPerByte));
 }
 
+TEST(IciCollectives, ADimensionOfTwoCarriesTheTwoRingDirectionsOnItsTwoLinks) {
+  // 2x2x1, n = 8 MiB: both ways round a size-2 ring reach the neighbour, and each direction
+  // of the bidirectional rings takes its own link, so the torus form holds with p_d = 2:
+  // T = 2 ((alpha + 8 MiB / 4 / beta) + (alpha + 4 MiB / 4 / beta)) = 2 x (21,571.52 + 11,085.76) = 65,314.56 ns.
+  const Topology torus = Topology::parse(TopologyKind::kTorus3d, "2x2x1");
+  Network net(torus, testLinks());
+  const Collective c = allReduce(net, allChips(torus), 8 * kMiB, AllReduceAlgorithm::kTorus);
+  net.run();
+  EXPECT_DOUBLE_EQ(ns(c.finishTime(net)), 65'314.56);
+  // Chip 0's x+ and x- links both lead to chip 1 and carry the same share.
+  EXPECT_GT(net.linkStats(Topology::linkId(0, 0, +1)).bytes, 0u);
+  EXPECT_EQ(net.linkStats(Topology::linkId(0, 0, +1)).bytes, net.linkStats(Topology::linkId(0, 0, -1)).bytes);
+}
+
 TEST(IciCollectives, TorusAllReduceGoesDimensionByDimension) {
   // 4x4x4, n = 8 MiB, bidirectional rings per dimension, buffer n_d shrinking by 4:
   // T = 2 sum_d (4 - 1)(alpha + n_d / (2 x 4) / beta), n_d = 8, 2, 0.5 MiB

@@ -73,10 +73,10 @@ double dcnPhaseNs(double shared_bytes, int chips_per_host, int hosts) {
 }
 
 // The ICI phases on a 2x2x1 host: reduce-scatter along x (n) then y (n/2), then all-gather
-// y, x. On a ring of 2 both directions of the bidirectional ring route over the same link
-// (the routing's tie rule), so a phase is alpha + n_d / (2 beta): 2 (alpha + n/2 beta + alpha + n/4 beta).
+// y, x. On a ring of 2 the bidirectional ring's directions take the two links to the
+// neighbour, n_d / 4 each way: a phase is alpha + n_d / (4 beta), the torus form with p_d = 2.
 double iciPhasesNs(double bytes) {
-  return 2 * (kAlphaNs + bytes / 2 * kIciNsPerByte + kAlphaNs + bytes / 4 * kIciNsPerByte);
+  return 2 * (kAlphaNs + bytes / 4 * kIciNsPerByte + kAlphaNs + bytes / 8 * kIciNsPerByte);
 }
 
 TEST(Dcn, ATransferBetweenHostsCrossesBothNics) {
@@ -125,9 +125,9 @@ TEST(Dcn, HierarchicalAllReduceMatchesTheClosedFormWhenBandwidthBound) {
   const uint64_t n = 16 * kMiB;
   const Collective c = allReduce(net, allChips(topo), n, AllReduceAlgorithm::kHierarchical);
   net.run();
-  // ICI 254,058.24 ns + DCN 6 x 4 x 41,943.04 + 10,163.84 = 1,016,796.8 ns.
+  // ICI 128,229.12 ns + DCN 1,016,796.8 ns.
   const double closed = iciPhasesNs(n) + dcnPhaseNs(n / 4.0, 4, 4);
-  EXPECT_NEAR(closed, 1'270'855.04, 0.01);
+  EXPECT_NEAR(closed, 1'145'025.92, 0.01);
   expectWithin1Percent(ns(c.finishTime(net)), closed);
   // Every uplink carries 2(W-1) n / W = 24 MiB, every downlink the same.
   for (int h = 0; h < 4; ++h) {
@@ -138,14 +138,14 @@ TEST(Dcn, HierarchicalAllReduceMatchesTheClosedFormWhenBandwidthBound) {
 
 TEST(Dcn, HierarchicalAllReduceMatchesTheClosedFormWhenLatencyBound) {
   // n = 64 KiB: b = 4 KiB, L + P + b/B = 10,327.68 ns > c b/B = 655.36 ns:
-  // T_dcn = 2(W-1)(L + P + b/B) + (c-1) b/B = 62,457.6 ns; ICI 3,383.04 ns.
+  // T_dcn = 2(W-1)(L + P + b/B) + (c-1) b/B = 62,457.6 ns; ICI 2,891.52 ns.
   const Topology topo = hostsOf(4);
   Network net = dcnNetwork(topo);
   const uint64_t n = 64 * 1024;
   const Collective c = allReduce(net, allChips(topo), n, AllReduceAlgorithm::kHierarchical);
   net.run();
   const double closed = iciPhasesNs(n) + dcnPhaseNs(n / 4.0, 4, 4);
-  EXPECT_NEAR(closed, 65'840.64, 0.01);
+  EXPECT_NEAR(closed, 65'349.12, 0.01);
   expectWithin1Percent(ns(c.finishTime(net)), closed);
 }
 
