@@ -14,6 +14,7 @@
 #include "frontend/train/training_graph.hpp"
 #include "report/peaks_section.hpp"
 #include "report/report.hpp"
+#include "report/text_format.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -55,16 +56,6 @@ std::string bytesText(uint64_t bytes) {
 
 std::string timeText(double seconds) {
   return scaled(seconds, {{1.0, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}});
-}
-
-std::string withCommas(uint64_t value) {
-  const std::string digits = std::to_string(value);
-  std::string text;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
-    text += digits[i];
-  }
-  return text;
 }
 
 // The checks every plan would fail the same way, before any plan runs.

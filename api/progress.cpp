@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <memory>
 
+#include "report/text_format.hpp"
+
 namespace tpusim {
 
 namespace {
@@ -15,17 +17,6 @@ constexpr int kBarWidth = 24;
 
 double steadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// 1234567 -> "1,234,567".
-std::string grouped(uint64_t value) {
-  const std::string digits = std::to_string(value);
-  std::string text;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
-    text += digits[i];
-  }
-  return text;
 }
 
 std::string seconds(double value) {
@@ -43,8 +34,8 @@ std::string ProgressPrinter::describe(const SimProgress& progress, double elapse
   const double done = progress.instructions > 0
                           ? static_cast<double>(progress.retired) / static_cast<double>(progress.instructions)
                           : 1.0;
-  std::string text = std::to_string(static_cast<int>(done * 100)) + "% " + grouped(progress.retired) + "/" +
-                     grouped(progress.instructions) + " instructions, " + grouped(progress.cycles) +
+  std::string text = std::to_string(static_cast<int>(done * 100)) + "% " + withCommas(progress.retired) + "/" +
+                     withCommas(progress.instructions) + " instructions, " + withCommas(progress.cycles) +
                      " simulated cycles, " + seconds(elapsed_s) + " elapsed";
   if (progress.retired > 0 && progress.retired < progress.instructions) {
     text += ", ETA " + seconds(elapsed_s * (1.0 - done) / done);

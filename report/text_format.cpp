@@ -1,0 +1,15 @@
+#include "report/text_format.hpp"
+
+namespace tpusim {
+
+std::string withCommas(uint64_t value) {
+  const std::string digits = std::to_string(value);
+  std::string text;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) text += ',';
+    text += digits[i];
+  }
+  return text;
+}
+
+}  // namespace tpusim
