@@ -19,6 +19,9 @@ using ir::TensorRole;
 
 namespace {
 
+// Symmetric int8: values in [-127, 127], so a scale maps max |x| to 127 (-128 unused).
+constexpr double kInt8Max = 127.0;
+
 // Added to the activation's max |x|, so that an all-zero activation quantizes to zeros
 // instead of dividing by zero: 2^-100, far below any activation's range (it leaves a max
 // above 2^-76 unchanged) and small enough that 127 / 2^-100 is a finite f32.
@@ -69,11 +72,11 @@ QuantizedWeight quantizeWeight(const ir::TensorValue& weight, int64_t channels, 
   QuantizedWeight q{ir::TensorValue::zeros(weight.shape, DType::kInt8),
                     ir::TensorValue::zeros(scale_shape, DType::kF32)};
   for (size_t c = 0; c < amax.size(); ++c) {
-    q.scales.floats[c] = amax[c] > 0 ? static_cast<float>(amax[c] / 127.0) : 1.0;
+    q.scales.floats[c] = amax[c] > 0 ? static_cast<float>(amax[c] / kInt8Max) : 1.0;
   }
   for (size_t i = 0; i < weight.floats.size(); ++i) {
     const double scaled = weight.floats[i] / q.scales.floats[channelOf(i)];
-    q.values.ints[i] = static_cast<int64_t>(std::clamp(std::nearbyint(scaled), -127.0, 127.0));
+    q.values.ints[i] = static_cast<int64_t>(std::clamp(std::nearbyint(scaled), -kInt8Max, kInt8Max));
   }
   return q;
 }
@@ -142,7 +145,7 @@ void applyInt8Quantization(ImportedModel& model) {
       const int amax =
           graph.reduce(q + ".amax", graph.unary(ir::UnaryKind::kAbs, q + ".abs", x), ir::Reduction::kMax, {}, false);
       const int range = graph.add(q + ".range", amax, range_floor);
-      const int s = graph.scale(q + ".scale", graph.unary(ir::UnaryKind::kReciprocal, q + ".inverse", range), 127.0);
+      const int s = graph.scale(q + ".scale", graph.unary(ir::UnaryKind::kReciprocal, q + ".inverse", range), kInt8Max);
       const int rounded =
           graph.unary(ir::UnaryKind::kRound, q + ".round", graph.binary(OpType::kMul, q + ".mul", x, s));
       const int qx = graph.cast(q, rounded, DType::kInt8);
@@ -153,7 +156,7 @@ void applyInt8Quantization(ImportedModel& model) {
       // Dequantize: y = f32(acc) x (w_scale x range / 127).
       const std::string d = op.name + "/dequantize";
       const int factor =
-          graph.binary(OpType::kMul, d + ".factor", w_scale, graph.scale(d + ".step", range, 1.0 / 127.0));
+          graph.binary(OpType::kMul, d + ".factor", w_scale, graph.scale(d + ".step", range, 1.0 / kInt8Max));
       id = graph.binary(OpType::kMul, d, graph.cast(d + ".f32", acc, DType::kF32), factor);
     } else {
       id = graph.cloneOp(source, op, inputs, op.name);
