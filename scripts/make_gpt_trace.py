@@ -35,8 +35,10 @@ class Builder:
         return name
 
     def const(self, name, values, dtype=TensorProto.INT64, dims=None):
+        """A Constant node, as PyTorch's exporter writes one: an initializer of a float
+        type would be a trained weight."""
         tensor = helper.make_tensor(name, dtype, [len(values)] if dims is None else dims, values)
-        self.initializers.append(tensor)
+        self.nodes.append(helper.make_node("Constant", [], [name], name=name, value=tensor))
         return name
 
     def op(self, op_type, inputs, name, **attributes):

@@ -43,11 +43,13 @@ uint64_t rowsOf(const ir::Shape& shape, size_t dims) {
 }
 
 // The leading output dimensions that every operand either shares or is broadcast along
-// (numpy alignment from the right).
-size_t broadcastPrefix(const ir::Graph& graph, const ir::Op& op, const ir::Shape& out) {
+// (numpy alignment from the right), the `skipped` operands aside.
+size_t broadcastPrefix(const ir::Graph& graph, const ir::Op& op, const ir::Shape& out,
+                       const std::vector<bool>& skipped) {
   size_t prefix = out.size();
-  for (int input : op.inputs) {
-    const ir::Shape& shape = graph.tensor(input).shape;
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (skipped[i]) continue;
+    const ir::Shape& shape = graph.tensor(op.inputs[i]).shape;
     if (shape.size() > out.size()) return 0;
     const size_t pad = out.size() - shape.size();
     size_t equal = 0, ones = 0;
@@ -56,6 +58,25 @@ size_t broadcastPrefix(const ir::Graph& graph, const ir::Op& op, const ir::Shape
     prefix = std::min(prefix, std::max(equal, ones));
   }
   return prefix;
+}
+
+// Whether reducing `in` to `out` sums only dimensions that lead `in` (out is in's trailing
+// dimensions, numpy alignment from the right).
+bool sumsLeadingDims(const ir::Shape& in, const ir::Shape& out) {
+  if (out.size() > in.size()) return false;
+  return std::equal(out.begin(), out.end(), in.end() - static_cast<std::ptrdiff_t>(out.size()));
+}
+
+// A broadcast operand is held whole in VMEM while the other operands stream; one that
+// would take more than half of VMEM (GPT-3's position embeddings, 2048 x 12288 floats,
+// added to every example) is instead re-read by each tile, so it does not bound the rows.
+std::vector<bool> largeBroadcasts(const ir::Graph& graph, const ir::Op& op, const ir::Shape& out, uint64_t vmem) {
+  std::vector<bool> large;
+  for (int input : op.inputs) {
+    const ir::Tensor& operand = graph.tensor(input);
+    large.push_back(operand.shape != out && 2 * operand.bytes() > vmem);
+  }
+  return large;
 }
 
 }  // namespace
@@ -132,13 +153,32 @@ void Lowerer::lowerVector(const ir::Op& op) {
       if (out.shape.size() == first.shape.size()) {
         while (kept < out.shape.size() && out.shape[kept] == first.shape[kept]) ++kept;
       }
+      if (kept == 0 && 2 * out.bytes() > vmemBytes() && sumsLeadingDims(first.shape, out.shape)) {
+        // An accumulator too large to hold (the gradient of GPT-3's position embeddings,
+        // summed over the batch): tiles of the output, each reading its elements of every
+        // summed slice.
+        strided();
+        plan.elements = elements;
+        plan.kind = program::REDUCTION;
+        break;
+      }
       if (kept == 0) return accumulateOver(elements, elements);
       leading(kept, true);
       plan.elements = elements;
       plan.kind = program::REDUCTION;
       break;
     }
-    default: leading(broadcastPrefix(m_graph, op, out.shape), true); break;
+    default: {
+      const std::vector<bool> restreamed = largeBroadcasts(m_graph, op, out.shape, vmemBytes());
+      leading(broadcastPrefix(m_graph, op, out.shape, restreamed), true);
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        if (!restreamed[i] || plan.movement[i] != Movement::kWhole) continue;
+        // Each output element reads its operand element: the loads total out's element count.
+        plan.movement[i] = Movement::kStrided;
+        plan.bytes[i] = static_cast<uint64_t>(ir::elementCount(out.shape)) * dtypeBytes(m_graph.tensor(op.inputs[i]).dtype);
+      }
+      break;
+    }
   }
 
   // Bytes per row of what streams, and what stays.

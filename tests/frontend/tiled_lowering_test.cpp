@@ -107,5 +107,67 @@ TEST(TiledLowering, ReductionOverTheBatchAccumulatesAndCombinesCores) {
   EXPECT_EQ(chip.memory().scratch_bytes(), 2u * 4096 * 4);  // one partial row per core
 }
 
+// The loads and stores of one op's tiles, by tensor (the DMA's name begins with it).
+struct Traffic {
+  uint64_t loaded = 0, stored = 0, vmem = 0;
+};
+Traffic trafficOf(const program::ChipProgram& chip, const std::string& loaded_tensor) {
+  Traffic t;
+  for (const auto& ins : chip.instructions()) {
+    if (!ins.has_dma()) continue;
+    if (ins.dma().dst() == program::VMEM && ins.name().find(loaded_tensor) != std::string::npos) {
+      t.loaded += ins.dma().bytes();
+    }
+    if (ins.dma().dst() != program::VMEM) t.stored += ins.dma().bytes();
+  }
+  for (const auto& buffer : chip.buffers()) {
+    if (buffer.space() == program::VMEM) t.vmem += buffer.bytes();
+  }
+  return t;
+}
+
+// GPT-3's position embeddings (2048 x 12288 floats, 96 MiB) added to every example: too
+// large to hold in VMEM while the examples stream, so each tile re-reads its share.
+TEST(TiledLowering, ABroadcastOperandLargerThanHalfOfVmemStreamsWithTheTiles) {
+  ir::Graph g;
+  const int x = g.addInput("x", {2, 2048, 12288}, DType::kF32, ir::TensorRole::kInput);
+  const int pos = g.addInput("pos", {2048, 12288}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.add("embed", x, pos));
+  const program::Program program = lowerOne(g, oneCore());
+  const Traffic t = trafficOf(program.chips(0), "pos");
+  EXPECT_EQ(t.loaded, 2ull * 2048 * 12288 * 4);  // once per example: one operand element per output element
+  EXPECT_EQ(t.stored, 2ull * 2048 * 12288 * 4);
+  EXPECT_LE(t.vmem, 16 * kMiB);
+}
+
+TEST(TiledLowering, ABroadcastOperandThatFitsIsLoadedOnce) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 256, 1024}, DType::kF32, ir::TensorRole::kInput);
+  const int pos = g.addInput("pos", {256, 1024}, DType::kF32, ir::TensorRole::kInput);  // 1 MiB
+  g.markOutput(g.add("embed", x, pos));
+  EXPECT_EQ(trafficOf(lowerOne(g, oneCore()).chips(0), "pos").loaded, 256ull * 1024 * 4);
+}
+
+// Its gradient, summed over the batch into 96 MiB: tiles of the output, each reading its
+// elements of every example, instead of one accumulator held whole.
+TEST(TiledLowering, ASumOverTheBatchIntoMoreThanHalfOfVmemTilesTheOutput) {
+  ir::Graph g;
+  const int dy = g.addInput("dy", {2, 2048, 12288}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.reduceSumTo("pos.grad", dy, {2048, 12288}));
+  const program::Program program = lowerOne(g, oneCore());
+  const program::ChipProgram& chip = program.chips(0);
+  const Traffic t = trafficOf(chip, "dy");
+  EXPECT_EQ(t.loaded, 2ull * 2048 * 12288 * 4);
+  EXPECT_EQ(t.stored, 2048ull * 12288 * 4);
+  EXPECT_LE(t.vmem, 16 * kMiB);
+  uint64_t elements = 0;
+  for (const auto& ins : chip.instructions()) {
+    if (ins.has_vector() && ins.vector().kind() == program::REDUCTION) elements += ins.vector().elements();
+  }
+  EXPECT_EQ(elements, 2ull * 2048 * 12288);
+  ASSERT_EQ(chip.ops_size(), 1);
+  EXPECT_GT(chip.ops(0).tiles(), 12u);  // 96 MiB out through 16 MiB of VMEM
+}
+
 }  // namespace
 }  // namespace tpusim
