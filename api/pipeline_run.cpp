@@ -10,6 +10,7 @@
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
 #include "frontend/program_io.hpp"
+#include "report/mfu_section.hpp"
 #include "report/report.hpp"
 #include "sim/chip/driver.hpp"
 #include "sim/common/error.hpp"
@@ -290,6 +291,19 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   }
   section["boundaries"] = bounds;
   out.report["pipeline"] = section;
+  // MFU over the pipeline's step: every stage's model FLOPs for each micro-batch, on each
+  // of the D replicas of its block.
+  uint64_t model_flops = 0;
+  for (const StageRun& run : runs) model_flops += run.program.model_flops();
+  const nlohmann::ordered_json mfu =
+      mfuSection(model_flops * micro_batches * static_cast<uint64_t>(degrees.dp),
+                 static_cast<uint64_t>(block_chips * degrees.pp), static_cast<double>(step_ps) * 1e-12,
+                 mfuPeakFlopsPerChip(hw, runs[0].program.precision()));
+  if (mfu.is_null()) {
+    out.report.erase("mfu");
+  } else {
+    out.report["mfu"] = mfu;
+  }
   out.program = std::move(runs[0].program);
   return out;
 }

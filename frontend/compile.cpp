@@ -8,6 +8,7 @@
 #include "frontend/passes/data_parallel.hpp"
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/memory_plan.hpp"
+#include "frontend/passes/model_flops.hpp"
 #include "frontend/passes/mxu_padding.hpp"
 #include "frontend/passes/placement.hpp"
 #include "frontend/passes/tensor_parallel.hpp"
@@ -77,6 +78,7 @@ Compiled compileGraph(const ir::Graph& graph, const HardwareParams& hw, const Lo
 
   start = std::chrono::steady_clock::now();
   compiled.program = lowerToProgram(compiled_graph, plan, hw, options);
+  compiled.program.set_model_flops(modelFlops(graph));  // before the splits and the padding
   compiled.timings.push_back(
       {"lower", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
 

@@ -10,6 +10,7 @@
 #include "report/cmem_section.hpp"
 #include "report/interconnect_section.hpp"
 #include "report/memory_timeline.hpp"
+#include "report/mfu_section.hpp"
 #include "report/peaks_section.hpp"
 #include "report/step_breakdown.hpp"
 #include "sim/common/error.hpp"
@@ -357,6 +358,8 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   if (result.ici) report["parallelism"] = parallelismEntry(program);
   report["step_breakdown"] = stepBreakdownSection(stepBreakdown(chip, result.timeline, result.total_cycles));
   report["peaks"] = peaksSection(hw);
+  const nlohmann::ordered_json mfu = mfuSectionOf(program, hw, report["step_time_s"].get<double>());
+  if (!mfu.is_null()) report["mfu"] = mfu;
 
   report["stats"] = statsEntries(*result.stats);
   return report;
@@ -488,6 +491,16 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     }
   }
   appendMxuSummary(report, out);
+  if (report.contains("mfu")) {
+    const auto& mfu = report["mfu"];
+    std::snprintf(line, sizeof(line),
+                  "MFU          %.1f%%: %.4g model TFLOP per step over %llu chip%s, %.1f of %.1f TFLOP/s per chip\n",
+                  100.0 * mfu["mfu"].get<double>(), mfu["model_flops"].get<double>() * 1e-12,
+                  static_cast<unsigned long long>(mfu["chips"].get<uint64_t>()),
+                  mfu["chips"].get<uint64_t>() == 1 ? "" : "s", mfu["model_flops_per_s_per_chip"].get<double>() * 1e-12,
+                  mfu["peak_flops_per_s_per_chip"].get<double>() * 1e-12);
+    out << line;
+  }
   appendCmemSummary(report, out);
   if (report.contains("interconnect")) {
     const auto& ici = report["interconnect"];

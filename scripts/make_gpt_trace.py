@@ -9,8 +9,8 @@ are GPT-3 175B (Brown et al. 2020, "Language Models are Few-Shot Learners", Tabl
 
 Each block is pre-LN as in GPT-2/3: x += proj(attn(LN(x))); x += fc2(gelu(fc1(LN(x)))),
 with separate Q, K and V projections, a causal mask, tanh GELU, a final LayerNorm and
-an LM head tied to the token embedding; logits are [batch x seq, vocab], one row per
-predicted token, as traces/gpt2_small.onnx. GPT-3's alternating sparse attention
+an LM head tied to the token embedding (--untied-head: one of its own); logits are
+[batch x seq, vocab], one row per predicted token, as traces/gpt2_small.onnx. GPT-3's alternating sparse attention
 bands are not modelled: every layer is dense. Float initializers keep their names,
 types and shapes but no values (the simulator needs none); the batch is symbolic.
 """
@@ -84,7 +84,7 @@ def block(b, x, i, hidden, shapes, mask):
     return b.op("Add", [x, project("fc2", g, 4 * hidden, hidden)], f"{p}.mlp_residual")
 
 
-def build(layers, hidden, heads, seq, vocab):
+def build(layers, hidden, heads, seq, vocab, untied_head=False):
     if hidden % heads:
         raise SystemExit(f"hidden {hidden} is not a multiple of heads {heads}")
     b = Builder()
@@ -107,16 +107,24 @@ def build(layers, hidden, heads, seq, vocab):
     cols = b.op("Unsqueeze", [positions, b.const("axes.0", [0])], "positions.cols")
     mask = b.op("LessOrEqual", [cols, rows], "causal_mask")
 
+    # The embeddings join the first decoder layer and the final norm and LM head the last
+    # ("h0/wte": a layer is a node's path without its own part), as Megatron-LM places them
+    # on the first and last pipeline stages: the pipeline's layers are the decoder layers.
+    first, last = "h0/", f"h{layers - 1}/"
     wte = b.weight("wte.weight", [vocab, hidden])
-    x = b.op("Add", [b.op("Gather", [wte, "input_ids"], "wte"),
-                     b.op("Gather", [b.weight("wpe.weight", [seq, hidden]), positions], "wpe")], "embed")
+    x = b.op("Add", [b.op("Gather", [wte, "input_ids"], first + "wte"),
+                     b.op("Gather", [b.weight("wpe.weight", [seq, hidden]), positions], first + "wpe")],
+             first + "embed")
     for i in range(layers):
         x = block(b, x, i, hidden, shapes, mask)
-    x = b.op("LayerNormalization", [x, b.weight("ln_f.weight", [hidden]), b.weight("ln_f.bias", [hidden])], "ln_f",
-             axis=-1, epsilon=1e-5)
-    flat = b.op("Reshape", [x, shapes["rows"]], "tokens")
-    head = b.op("Transpose", [wte], "lm_head.tied", perm=[1, 0])
-    b.nodes.append(helper.make_node("MatMul", [flat, head], ["logits"], name="lm_head"))
+    x = b.op("LayerNormalization", [x, b.weight("ln_f.weight", [hidden]), b.weight("ln_f.bias", [hidden])],
+             last + "ln_f", axis=-1, epsilon=1e-5)
+    flat = b.op("Reshape", [x, shapes["rows"]], last + "tokens")
+    if untied_head:
+        head = b.weight("lm_head.weight", [hidden, vocab])
+    else:
+        head = b.op("Transpose", [wte], last + "lm_head.tied", perm=[1, 0])
+    b.nodes.append(helper.make_node("MatMul", [flat, head], ["logits"], name=last + "lm_head"))
 
     graph = helper.make_graph(
         b.nodes, f"gpt_{layers}l_{hidden}d",
@@ -133,8 +141,11 @@ def main():
     parser.add_argument("--heads", type=int, default=96)
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--vocab", type=int, default=50257)
+    parser.add_argument("--untied-head", action="store_true",
+                        help="an LM head of its own instead of the token embedding's transpose (for --pp: a tied "
+                             "head's gradient would cross every stage boundary each micro-batch)")
     args = parser.parse_args()
-    model = build(args.layers, args.hidden, args.heads, args.seq, args.vocab)
+    model = build(args.layers, args.hidden, args.heads, args.seq, args.vocab, args.untied_head)
     onnx.save(model, args.out)
     params = sum(math.prod(t.dims) for t in model.graph.initializer if t.data_type == FLOAT and len(t.dims) > 0)
     print(f"{args.out}: {args.layers} layers, hidden {args.hidden}, {args.heads} heads, seq {args.seq}: "
