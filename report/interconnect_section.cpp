@@ -33,6 +33,18 @@ const char* dimName(int d) {
   return d == 0 ? "x" : d == 1 ? "y" : "z";
 }
 
+// A link's traffic over the step, as both ICI and DCN links report it.
+void addLinkTraffic(nlohmann::ordered_json& link, const LinkStats& s, double ps_per_cycle, double step_ps) {
+  const auto cycles = [&](uint64_t ps) {
+    return static_cast<uint64_t>(std::llround(static_cast<double>(ps) / ps_per_cycle));
+  };
+  link["bytes"] = s.bytes;
+  link["messages"] = s.messages;
+  link["busy_cycles"] = cycles(s.busy_ps);
+  link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
+  link["max_queue_cycles"] = cycles(s.max_queue_ps);
+}
+
 // The hosts' NIC links (sim/interconnect/dcn.hpp): per host and direction.
 nlohmann::ordered_json dcnEntry(const IciResult& ici, double ps_per_cycle, double step_ps) {
   nlohmann::ordered_json dcn;
@@ -49,11 +61,7 @@ nlohmann::ordered_json dcnEntry(const IciResult& ici, double ps_per_cycle, doubl
     nlohmann::ordered_json link;
     link["host"] = i / 2;
     link["dir"] = i % 2 == 0 ? "up" : "down";
-    link["bytes"] = s.bytes;
-    link["messages"] = s.messages;
-    link["busy_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.busy_ps) / ps_per_cycle));
-    link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
-    link["max_queue_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.max_queue_ps) / ps_per_cycle));
+    addLinkTraffic(link, s, ps_per_cycle, step_ps);
     links.push_back(link);
   }
   dcn["bytes"] = bytes;
@@ -127,11 +135,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
     link["x"] = at[0];
     link["y"] = at[1];
     link["z"] = at[2];
-    link["bytes"] = s.bytes;
-    link["messages"] = s.messages;
-    link["busy_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.busy_ps) / ps_per_cycle));
-    link["utilization"] = step_ps > 0 ? static_cast<double>(s.busy_ps) / step_ps : 0.0;
-    link["max_queue_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.max_queue_ps) / ps_per_cycle));
+    addLinkTraffic(link, s, ps_per_cycle, step_ps);
     link["stalled_cycles"] = static_cast<uint64_t>(std::llround(static_cast<double>(s.stalled_ps) / ps_per_cycle));
     links.push_back(link);
   }
