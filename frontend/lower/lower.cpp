@@ -186,11 +186,9 @@ void Lowerer::run() {
 }
 
 void Lowerer::createHbmBuffers() {
+  m_hbm_buffer.assign(m_graph.tensors().size(), kNone);
   for (const ir::Tensor& tensor : m_graph.tensors()) {
-    if (tensor.alias_of >= 0) {
-      m_hbm_buffer.push_back(m_hbm_buffer.at(static_cast<size_t>(tensor.alias_of)));
-      continue;
-    }
+    if (tensor.alias_of >= 0) continue;
     program::Buffer* buffer = m_chip.add_buffers();
     buffer->set_id(static_cast<uint32_t>(m_chip.buffers_size() - 1));
     buffer->set_name(tensor.name);
@@ -200,7 +198,14 @@ void Lowerer::createHbmBuffers() {
     buffer->set_bytes(tensor.bytes());
     buffer->set_role(toBufferRole(tensor.role));
     buffer->set_offset(m_plan.offset[static_cast<size_t>(tensor.id)]);
-    m_hbm_buffer.push_back(buffer->id());
+    m_hbm_buffer[static_cast<size_t>(tensor.id)] = buffer->id();
+  }
+  // A view shares its root's buffer; the root may be a later tensor (a reshape that reads
+  // an all-reduce inserted after it was built).
+  for (const ir::Tensor& tensor : m_graph.tensors()) {
+    int root = tensor.id;
+    while (m_graph.tensor(root).alias_of >= 0) root = m_graph.tensor(root).alias_of;
+    m_hbm_buffer[static_cast<size_t>(tensor.id)] = m_hbm_buffer[static_cast<size_t>(root)];
   }
   m_hazards.resize(static_cast<size_t>(m_chip.buffers_size()));
   const double capacity = m_hw.hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0;

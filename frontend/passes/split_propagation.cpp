@@ -42,9 +42,6 @@ class Propagation {
       visit(ops[i], i);
     }
     m_op = nullptr;
-    for (const int output : m_graph.outputs()) {
-      if (axis(output) >= 0) throw Refused{"graph output " + m_graph.tensor(output).name + " would be split"};
-    }
     for (int& a : m_axis) a = a == kUndecided ? kWholeTensor : a;
     return {m_axis, m_partial};
   }
@@ -236,6 +233,48 @@ class Propagation {
     output(op, a);
   }
 
+  // Gather of an embedding table split along the gathered axis (vocabulary-parallel, as
+  // Megatron-LM's embedding): each chip looks up the ids in its share of the rows and
+  // zeros the others, so the whole output is a partial sum, all-reduced after the op.
+  void gather(const ir::Op& op, size_t index) {
+    const int data = op.inputs[0], indices = op.inputs[1];
+    if (axis(indices) >= 0) throw Refused{"gathers by split indices"};
+    if (axis(indices) == kUndecided) set(indices, kWholeTensor);
+    if (axis(data) == kUndecided) set(data, kWholeTensor);
+    if (axis(data) < 0) return output(op, kWholeTensor);
+    if (axis(data) != op.axis) throw Refused{"gathers from a table split along another axis"};
+    m_partial.push_back(index);
+    output(op, kWholeTensor);
+  }
+
+  // A gather's gradient from whole operands can come out whole or split along any axis
+  // (each chip adds only its share of the rows or columns): its first reader decides, so
+  // a split table's gradient is split like the table.
+  void gatherGrad(const ir::Op& op) {
+    for (const int in : op.inputs) {
+      if (axis(in) >= 0) throw Refused{"a GatherGrad cannot take a split operand"};
+      if (axis(in) == kUndecided) set(in, kWholeTensor);
+    }
+    output(op, kUndecided);
+  }
+
+  // Softmax cross-entropy of logits split along the classes (a vocabulary-parallel LM
+  // head): each chip holds its classes' share of every row's log-sum-exp and target logit,
+  // combined by an all-reduce after the op (Megatron-LM all-reduces the rows' maxima, sums
+  // and target logits, three vectors of one float per row; here the loss, one scalar); the
+  // gradient stays split like the logits.
+  void crossEntropy(const ir::Op& op, size_t index, bool gradient) {
+    const int logits = op.inputs[0], labels = op.inputs[1];
+    if (axis(labels) >= 0) throw Refused{"reads split labels"};
+    if (axis(labels) == kUndecided) set(labels, kWholeTensor);
+    if (axis(logits) == kUndecided) set(logits, kWholeTensor);
+    if (axis(logits) < 0) return output(op, kWholeTensor);
+    if (axis(logits) != rankOf(shape(logits)) - 1) throw Refused{"averages over split rows"};
+    if (gradient) return output(op, axis(logits));
+    m_partial.push_back(index);
+    output(op, kWholeTensor);
+  }
+
   void visit(const ir::Op& op, size_t index) {
     // A parameter cast to a policy's compute dtype stays undecided until its first reader
     // decides it; the parameter then takes the same split (frontend/train/precision_policy.hpp).
@@ -254,6 +293,10 @@ class Propagation {
       case OpType::kSlice:
       case OpType::kSliceGrad: return slice(op);
       case OpType::kConcat: return concat(op);
+      case OpType::kGather: return gather(op, index);
+      case OpType::kGatherGrad: return gatherGrad(op);
+      case OpType::kSoftmaxCrossEntropy: return crossEntropy(op, index, false);
+      case OpType::kSoftmaxCrossEntropyGrad: return crossEntropy(op, index, true);
       case OpType::kSoftmax:
       case OpType::kLogSoftmax:
         if (axis(op.inputs[0]) == op.axis) throw Refused{"normalizes over the split dimension"};

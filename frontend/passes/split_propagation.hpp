@@ -20,8 +20,14 @@
 //     Reduce and ReduceSumTo may not sum over it; Slice and SliceGrad along it take
 //     1/parts from start/parts (each chip's share of every slice: a fused QKV weight
 //     laid out chip by chip).
-//   - Any other op (Gather, convolution, pooling, losses) takes whole operands only.
-// A graph output must be whole, and a split dimension must divide by `parts`.
+//   - Gather from a table split along the gathered axis (a vocabulary-parallel
+//     embedding) is a partial sum, all-reduced after it; GatherGrad of whole operands
+//     leaves its output to its first reader (split like the table it differentiates).
+//   - SoftmaxCrossEntropy of logits split along the classes (a vocabulary-parallel LM
+//     head) is a partial loss, all-reduced after it; its gradient is split like them.
+//   - Any other op (convolution, pooling, other losses) takes whole operands only.
+// A graph output may be split: each chip holds its share (the logits of a split head;
+// their gather to the host is not modelled). A split dimension must divide by `parts`.
 // Propagation stops at the first op that breaks a rule: the failure names it.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "frontend/passes/tensor_parallel.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -48,6 +49,32 @@ std::vector<WeightMatmul> weightMatmuls(const ir::Graph& graph) {
   return found;
 }
 
+// A column split that reaches the softmax cross-entropy splits a head: worth its
+// backward all-reduce for an LM head (as many classes as the width it reads, or more), not
+// for a classifier (the MLP's 10 classes from 512 features), which stays replicated.
+bool splitsASmallHead(const ir::Graph& graph, const SplitPlan& plan, const WeightMatmul& head) {
+  const bool into_loss = std::any_of(plan.partial_ops.begin(), plan.partial_ops.end(), [&](size_t op) {
+    return graph.ops()[op].type == OpType::kSoftmaxCrossEntropy;
+  });
+  if (!into_loss) return false;
+  const Shape& w = graph.tensor(head.weight).shape;
+  const int64_t classes = w[static_cast<size_t>(head.columns_axis)];
+  const int64_t width = w[static_cast<size_t>(head.columns_axis == 0 ? 1 : 0)];
+  return classes < width;
+}
+
+// An embedding table worth splitting by rows (Megatron-LM's vocabulary-parallel
+// embedding): looked up by ids the data supplies (a graph input), with more rows than
+// columns. Not BERT's 2 token types, nor position embeddings looked up by positions the
+// model computes: splitting those would all-reduce every lookup to save little memory.
+bool isVocabulary(const ir::Graph& graph, int table, int indices) {
+  const Shape& shape = graph.tensor(table).shape;
+  const ir::TensorRole role = graph.tensor(indices).role;  // a language model's ids are also its labels
+  const bool data_ids =
+      graph.producer(indices) == nullptr && (role == ir::TensorRole::kInput || role == ir::TensorRole::kLabel);
+  return data_ids && shape.size() == 2 && shape[0] > shape[1];
+}
+
 // The graph with every split tensor's split dimension divided by tp.
 ir::Graph applySplits(const ir::Graph& graph, const SplitPlan& plan, int64_t tp) {
   ir::Graph split = graph;
@@ -89,9 +116,29 @@ ir::Graph splitTensorParallel(const ir::Graph& graph, int64_t tp, TensorParallel
       trial[matmuls[j].weight] = matmuls[j].columns_axis;
     }
     SplitFailure failure;
+    std::optional<SplitPlan> accepted = propagateSplits(graph, tp, trial, &failure);
+    if (accepted && splitsASmallHead(graph, *accepted, matmuls[i])) continue;
+    if (accepted) {
+      seeds = std::move(trial);
+      plan = std::move(*accepted);
+    } else if (!first_failure) {
+      first_failure = failure;
+    }
+  }
+  // Then the vocabularies, split by rows, each on its own.
+  std::vector<std::string> vocabulary;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type != OpType::kGather || op.axis != 0) continue;
+    const int table = weightBehind(graph, op.inputs[0]);
+    if (table < 0 || seeds.count(table) || plan.axis[static_cast<size_t>(table)] >= 0) continue;
+    if (!isVocabulary(graph, table, op.inputs[1])) continue;
+    std::map<int, int> trial = seeds;
+    trial[table] = 0;
+    SplitFailure failure;
     if (std::optional<SplitPlan> accepted = propagateSplits(graph, tp, trial, &failure)) {
       seeds = std::move(trial);
       plan = std::move(*accepted);
+      vocabulary.push_back(op.name);
     } else if (!first_failure) {
       first_failure = failure;
     }
@@ -105,6 +152,7 @@ ir::Graph splitTensorParallel(const ir::Graph& graph, int64_t tp, TensorParallel
                 "tensor parallel over " + std::to_string(tp) + " chips: no matmul pair splits evenly (" + why + ")");
   }
   if (split != nullptr) {
+    split->vocabulary = vocabulary;
     for (const WeightMatmul& m : matmuls) {
       const ir::Op& op = graph.ops()[m.op];
       const int weight_axis = plan.axis[static_cast<size_t>(m.weight)];
