@@ -19,9 +19,27 @@ bool isUpdate(const ir::Op& op) { return op.type == OpType::kSgdUpdate || op.typ
 bool isBackward(const ir::Op& op) { return !isUpdate(op) && op.name.find(".grad") != std::string::npos; }
 bool isForward(const ir::Op& op) { return !isUpdate(op) && !isBackward(op); }
 
+// A precision policy's cast (frontend/train/precision_policy): an f32 weight, constant or
+// graph input converted to the compute dtype before any op reads it. It is no layer of its
+// own: every stage that reads the cast value casts for itself, as every stage that reads an
+// f32 weight or input holds it.
+bool isPolicyCast(const ir::Graph& graph, const ir::Op& op) {
+  if (op.type != OpType::kCast || op.inputs.size() != 1 || graph.producer(op.inputs[0]) != nullptr) return false;
+  const DType to = graph.tensor(op.outputs[0]).dtype;
+  return graph.tensor(op.inputs[0]).dtype == DType::kF32 && (to == DType::kBF16 || to == DType::kF16);
+}
+
+// The weight, constant or input that `tensor` is a policy cast of, or -1.
+int castSource(const ir::Graph& graph, int tensor) {
+  const ir::Op* producer = graph.producer(tensor);
+  return producer && isPolicyCast(graph, *producer) ? producer->inputs[0] : -1;
+}
+
 bool readsWeight(const ir::Graph& graph, const ir::Op& op) {
-  return std::any_of(op.inputs.begin(), op.inputs.end(),
-                     [&](int t) { return graph.tensor(t).role == TensorRole::kWeight; });
+  return std::any_of(op.inputs.begin(), op.inputs.end(), [&](int t) {
+    const int source = castSource(graph, t);
+    return graph.tensor(source >= 0 ? source : t).role == TensorRole::kWeight;
+  });
 }
 
 struct LayerAssignment {
@@ -35,7 +53,9 @@ LayerAssignment assignPipelineLayers(const ir::Graph& graph) {
   LayerAssignment out;
   std::map<std::string, int> weighted;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!isForward(ops[i]) || !readsWeight(graph, ops[i]) || weighted.count(names[i])) continue;
+    if (!isForward(ops[i]) || isPolicyCast(graph, ops[i]) || !readsWeight(graph, ops[i]) || weighted.count(names[i])) {
+      continue;
+    }
     weighted.emplace(names[i], static_cast<int>(out.layers.size()));
     out.layers.push_back(names[i]);
   }
@@ -43,11 +63,24 @@ LayerAssignment assignPipelineLayers(const ir::Graph& graph) {
   out.of_op.assign(ops.size(), -1);
   int current = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (!isForward(ops[i])) continue;
+    if (!isForward(ops[i]) || isPolicyCast(graph, ops[i])) continue;
     const auto found = weighted.find(names[i]);
     if (found != weighted.end()) current = found->second;
     out.of_op[i] = current;
     forward_layer.emplace(names[i], current);
+  }
+  // A policy cast takes the layer of the first forward op that reads it, and so do its
+  // gradient and its weight's update (both named, by frontend/passes/layers, after the cast).
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (!isForward(ops[i]) || isPolicyCast(graph, ops[i])) continue;
+    for (int input : ops[i].inputs) {
+      const ir::Op* cast = graph.producer(input);
+      if (!cast || !isPolicyCast(graph, *cast)) continue;
+      const auto c = static_cast<size_t>(cast - ops.data());
+      if (out.of_op[c] >= 0) continue;
+      out.of_op[c] = out.of_op[i];
+      forward_layer[names[c]] = out.of_op[i];
+    }
   }
   for (size_t i = 0; i < ops.size(); ++i) {
     // A gradient sum goes where its operands are, so that a stage sends the sum, not its parts.
@@ -108,7 +141,7 @@ PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const
     stage.layers.assign(assigned.layers.begin() + s * per_stage, assigned.layers.begin() + (s + 1) * per_stage);
     ir::Graph& g = stage.graph;
     std::vector<int> map(graph.tensors().size(), -1);
-    const auto source = [&](int t) {
+    const auto leaf = [&](int t) {
       int& mapped = map[static_cast<size_t>(t)];
       if (mapped >= 0) return mapped;
       const ir::Tensor& x = graph.tensor(t);
@@ -121,9 +154,17 @@ PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const
       }
       return mapped;
     };
+    const auto source = [&](int t) {
+      const int cast_of = castSource(graph, t);
+      if (cast_of < 0 || map[static_cast<size_t>(t)] >= 0) return leaf(t);
+      const ir::Op& cast = *graph.producer(t);  // cast here, where it is read
+      const int made = g.cloneOp(graph, cast, {leaf(cast_of)}, cast.name);
+      g.rename(made, graph.tensor(t).name);
+      return map[static_cast<size_t>(t)] = made;
+    };
     std::set<int> kept;  // alias roots kept from forward to backward
     for (size_t i = 0; i < ops.size(); ++i) {
-      if (stage_of[i] != s) continue;
+      if (stage_of[i] != s || isPolicyCast(graph, ops[i])) continue;
       const ir::Op& op = ops[i];
       std::vector<int> inputs;
       for (int input : op.inputs) inputs.push_back(source(input));
@@ -139,6 +180,9 @@ PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const
       for (int input : op.inputs) {
         const ir::Op* producer = graph.producer(input);
         const TensorRole role = graph.tensor(input).role;
+        // A weight's cast is the same for every micro-batch: the stage holds it once.
+        const int cast_of = castSource(graph, input);
+        if (cast_of >= 0 && graph.tensor(cast_of).role != TensorRole::kInput) continue;
         if ((producer && isForward(*producer)) ||
             (!producer && (role == TensorRole::kInput || role == TensorRole::kLabel))) {
           kept.insert(aliasRoot(graph, input));
@@ -155,7 +199,7 @@ PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const
     const int made = stage_of[i];
     const int t = ops[i].outputs[0];
     const std::set<int>& readers = read_in[static_cast<size_t>(t)];
-    if (readers.empty()) continue;
+    if (readers.empty() || isPolicyCast(graph, ops[i])) continue;  // cast where it is read
     const int highest = *readers.rbegin(), lowest = *readers.begin();
     const ir::Tensor& x = graph.tensor(t);
     for (int from = made; from < highest; ++from) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "api/session.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
@@ -105,6 +106,95 @@ TEST(PipelineRun, StagesSendTheirBoundaryActivationAndReceiveItsGradient) {
   EXPECT_EQ(cut.transfers[1].from, 1u);
   EXPECT_EQ(cut.transfers[1].to, 0u);
   EXPECT_GT(cut.stages[0].activation_bytes, 0u);
+}
+
+PipelineStages cutOf(const std::string& model, const std::string& precision, int64_t stages) {
+  RunRequest request;
+  request.model_path = model;
+  request.batch = 8;
+  request.precision = precision;
+  return splitPipelineStages(buildModelGraph(request).graph, stages, "model.onnx");
+}
+
+// The weights a stage holds and those it updates, by name.
+std::set<std::string> weightsOf(const ir::Graph& graph) {
+  std::set<std::string> out;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.role == ir::TensorRole::kWeight && graph.producer(t.id) == nullptr) out.insert(t.name);
+  }
+  return out;
+}
+std::set<std::string> updatedIn(const ir::Graph& graph) {
+  std::set<std::string> out;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate || op.type == ir::OpType::kOptimizerUpdate) {
+      out.insert(graph.tensor(op.inputs[0]).name);
+    }
+  }
+  return out;
+}
+
+TEST(PipelineRun, MixedBfloat16CastsEachWeightOnItsStageAndSendsHalfTheBytes) {
+  const std::string model = identicalLayers(4);
+  const PipelineStages f32 = cutOf(model, "float32", 2);
+  const PipelineStages bf16 = cutOf(model, "mixed_bfloat16", 2);
+  ASSERT_EQ(bf16.stages.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    const ir::Graph& g = bf16.stages[s].graph;
+    EXPECT_EQ(bf16.stages[s].layers, f32.stages[s].layers);
+    EXPECT_EQ(weightsOf(g), weightsOf(f32.stages[s].graph));
+    EXPECT_EQ(updatedIn(g), updatedIn(f32.stages[s].graph));
+    EXPECT_EQ(updatedIn(g), weightsOf(g));
+    // Each weight it holds is cast here, and only those: 3 weights a layer, 2 layers.
+    std::set<std::string> cast;
+    for (const ir::Op& op : g.ops()) {
+      const ir::Tensor& in = g.tensor(op.inputs[0]);
+      if (op.type == ir::OpType::kCast && in.role == ir::TensorRole::kWeight) {
+        EXPECT_EQ(op.name, in.name + "/cast_bf16");
+        EXPECT_EQ(g.tensor(op.outputs[0]).dtype, DType::kBF16);
+        cast.insert(in.name);
+      }
+    }
+    EXPECT_EQ(cast, weightsOf(g));
+    EXPECT_EQ(cast.size(), 6u);
+  }
+  // The graph input h0 is cast on stage 0, which reads it.
+  const auto casts = [](const ir::Graph& g, const std::string& name) {
+    return std::any_of(g.ops().begin(), g.ops().end(), [&](const ir::Op& op) { return op.name == name; });
+  };
+  EXPECT_TRUE(casts(bf16.stages[0].graph, "h0/cast_bf16"));
+  EXPECT_FALSE(casts(bf16.stages[1].graph, "h0/cast_bf16"));
+  // The same crossings as float32, in bf16: 8 x 1024 x 2 = 16384 bytes each way.
+  ASSERT_EQ(bf16.transfers.size(), f32.transfers.size());
+  for (size_t i = 0; i < f32.transfers.size(); ++i) {
+    EXPECT_EQ(bf16.transfers[i].tensor, f32.transfers[i].tensor);
+    EXPECT_EQ(bf16.transfers[i].gradient, f32.transfers[i].gradient);
+    EXPECT_EQ(2 * bf16.transfers[i].bytes, f32.transfers[i].bytes);
+  }
+  // What a micro-batch keeps for its backward is bf16 too (the weights' casts are the same
+  // for every micro-batch, held once, not counted): stage 0, s0, g0, s1, g1 of [8, 1024];
+  // stage 1, s2, g2, s3, g3, and h4 in f32 (the loss reads it cast back), and the 8 labels.
+  EXPECT_EQ(f32.stages[0].activation_bytes, 4u * 32768);
+  EXPECT_EQ(bf16.stages[0].activation_bytes, 4u * 16384);
+  EXPECT_EQ(f32.stages[1].activation_bytes, 5u * 32768 + 64);
+  EXPECT_EQ(bf16.stages[1].activation_bytes, 4u * 16384 + 32768 + 64);
+}
+
+TEST(PipelineRun, MixedBfloat16KeepsTheShippedModelsLayers) {
+  const std::vector<std::pair<std::string, size_t>> models = {
+      {"mlp", 3}, {"bert_base", 102}, {"gpt2_small", 76}, {"resnet50", 107}};
+  for (const auto& [name, count] : models) {
+    const auto layersOf = [&](const std::string& precision) {
+      RunRequest request;
+      request.model_path = TPUSIM_SOURCE_DIR "/traces/" + name + ".onnx";
+      request.batch = 2;
+      request.precision = precision;
+      return pipelineLayers(buildModelGraph(request).graph);
+    };
+    const std::vector<std::string> f32 = layersOf("float32");
+    EXPECT_EQ(f32.size(), count) << name;
+    EXPECT_EQ(layersOf("mixed_bfloat16"), f32) << name;
+  }
 }
 
 TEST(PipelineRun, BadInputsAreOneLineErrors) {
