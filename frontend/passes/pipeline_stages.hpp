@@ -12,7 +12,10 @@
 // graph input (frontend/train/precision_policy) is no layer: an op reading a weight's cast
 // reads the weight, the cast, its gradient and the weight's update join the layer of the
 // cast's first reader, and every stage that reads a cast value casts for itself (so only
-// the compute-dtype activations cross boundaries). The
+// the compute-dtype activations cross boundaries). Loss scaling's check over every
+// gradient (frontend/train/loss_scaling) is split: each stage sums its own gradients, adds
+// the other stages' sums (received outside the boundaries: PipelineStages::loss_scaling)
+// and gates its own gradients with its flag; 0 and 1/S are made by each stage. The
 // stages take equal numbers of consecutive layers; P must divide the layer count.
 //
 // Each stage becomes its own graph: the tensors it reads from another stage are its
@@ -51,6 +54,9 @@ struct PipelineStageGraph {
 struct PipelineStages {
   std::vector<PipelineStageGraph> stages;
   std::vector<StageTransfer> transfers;  // by boundary, forward before backward
+  // Loss scaling (mixed_float16): each stage checks its own gradients, adding the other
+  // stages' partial sums (an all-reduce of one f32 across the stages, not in `transfers`).
+  bool loss_scaling = false;
 };
 
 // The pipeline layers of `graph`, in order (see above).

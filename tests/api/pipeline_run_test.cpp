@@ -9,6 +9,7 @@
 
 #include "api/session.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
+#include "frontend/train/loss_scaling.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
 
@@ -178,6 +179,82 @@ TEST(PipelineRun, MixedBfloat16CastsEachWeightOnItsStageAndSendsHalfTheBytes) {
   EXPECT_EQ(bf16.stages[0].activation_bytes, 4u * 16384);
   EXPECT_EQ(f32.stages[1].activation_bytes, 5u * 32768 + 64);
   EXPECT_EQ(bf16.stages[1].activation_bytes, 4u * 16384 + 32768 + 64);
+}
+
+TEST(PipelineRun, MixedFloat16ChecksEachStagesGradientsAndAddsTheOtherStagesSums) {
+  const std::string model = identicalLayers(4);
+  const PipelineStages bf16 = cutOf(model, "mixed_bfloat16", 2);
+  const PipelineStages f16 = cutOf(model, "mixed_float16", 2);
+  EXPECT_FALSE(bf16.loss_scaling);
+  EXPECT_TRUE(f16.loss_scaling);
+  // The check sends nothing across a boundary: the crossings are bf16's, f16 is as wide.
+  ASSERT_EQ(f16.transfers.size(), bf16.transfers.size());
+  for (size_t i = 0; i < f16.transfers.size(); ++i) {
+    EXPECT_EQ(f16.transfers[i].tensor, bf16.transfers[i].tensor);
+    EXPECT_EQ(f16.transfers[i].bytes, bf16.transfers[i].bytes);
+  }
+  for (size_t s = 0; s < 2; ++s) {
+    const ir::Graph& g = f16.stages[s].graph;
+    EXPECT_EQ(updatedIn(g), updatedIn(bf16.stages[s].graph));
+    EXPECT_EQ(f16.stages[s].activation_bytes, bf16.stages[s].activation_bytes);
+    // Its own 6 gradients summed, the other stages' partial sum received, one flag, and
+    // each of its gradients gated by that flag and unscaled here.
+    std::set<std::string> gated, summed;
+    int flags = 0;
+    for (const ir::Op& op : g.ops()) {
+      const std::string& name = op.name;
+      if (op.type == ir::OpType::kReduce && name.find(".grad_scaled.sum") != std::string::npos) {
+        summed.insert(name.substr(0, name.find(".grad_scaled.sum")));
+      }
+      if (op.type == ir::OpType::kWhere) {
+        EXPECT_EQ(g.tensor(op.inputs[0]).name, kGradientsFiniteTensor);
+        EXPECT_NE(g.producer(op.inputs[0]), nullptr);  // made here
+        gated.insert(name.substr(0, name.find(".grad_kept")));
+      }
+      flags += g.tensor(op.outputs[0]).name == kGradientsFiniteTensor;
+    }
+    EXPECT_EQ(flags, 1);
+    EXPECT_EQ(gated, updatedIn(g));
+    EXPECT_EQ(summed, updatedIn(g));
+    const auto named = [&](const std::string& name) {
+      const auto& ts = g.tensors();
+      const auto found = std::find_if(ts.begin(), ts.end(), [&](const ir::Tensor& t) { return t.name == name; });
+      return found == ts.end() ? -1 : found->id;
+    };
+    const int others = named(kLossScaleOtherStagesTensor), partial = named(kLossScalePartialTensor);
+    ASSERT_GE(others, 0);
+    ASSERT_GE(partial, 0);
+    EXPECT_EQ(g.producer(others), nullptr);
+    EXPECT_EQ(g.tensor(partial).bytes(), 4u);
+    EXPECT_NE(std::find(g.outputs().begin(), g.outputs().end(), partial), g.outputs().end());
+    EXPECT_GE(named(kLossScaleTensor), 0);  // the step's scale, on every stage
+  }
+}
+
+TEST(PipelineRun, MixedFloat16WaitsForEveryStagesCheckAndTheirAllReduce) {
+  const std::string model = identicalLayers(8);
+  RunRequest request = pipelineRequest(model, 4, 4, "1f1b");
+  request.precision = "mixed_float16";
+  request.overrides = {{"ici.link_latency_ns", "1000"}, {"ici.router_latency_ns", "0"}};
+  const nlohmann::ordered_json p = runRequest(request).report["pipeline"];
+  // A ring all-reduce of one f32 over the 4 stages: 2(p - 1)(alpha + (n/p)/beta), alpha 1 us,
+  // n/p = 1 byte at 50 GB/s (20 ps), in cycles of 952 ps (1.05 GHz, the period rounded to ps).
+  EXPECT_NEAR(p["loss_scale_all_reduce_cycles"].get<double>(), 6.0 * (1e6 + 20) / 952, 1.0);
+  uint64_t max_check = 0, max_after = 0;
+  for (const auto& stage : p["per_stage"]) {
+    const uint64_t check = stage["loss_scale_check_cycles"].get<uint64_t>();
+    EXPECT_GT(check, 0u);
+    EXPECT_LT(check, stage["update_cycles"].get<uint64_t>());
+    max_check = std::max(max_check, check);
+    max_after = std::max(max_after, stage["update_cycles"].get<uint64_t>() - check);
+  }
+  // Under 1F1B the schedule ends with stage 0's last backward; every stage's gated update
+  // starts after the slowest check and the all-reduce.
+  const uint64_t schedule = p["schedule_cycles"].get<uint64_t>(), flags = p["loss_scale_all_reduce_cycles"];
+  const uint64_t step = p["step_cycles"].get<uint64_t>();
+  const uint64_t check0 = p["per_stage"][0]["loss_scale_check_cycles"].get<uint64_t>();
+  EXPECT_GE(step + 2, schedule + check0 + flags + max_after);
+  EXPECT_LE(step, schedule + max_check + flags + max_after + 2);
 }
 
 TEST(PipelineRun, MixedBfloat16KeepsTheShippedModelsLayers) {
