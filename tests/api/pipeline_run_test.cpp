@@ -257,7 +257,7 @@ TEST(PipelineRun, MixedFloat16WaitsForEveryStagesCheckAndTheirAllReduce) {
   EXPECT_LE(step, schedule + max_check + flags + max_after + 2);
 }
 
-TEST(PipelineRun, MixedBfloat16KeepsTheShippedModelsLayers) {
+TEST(PipelineRun, MixedPrecisionKeepsTheShippedModelsLayers) {
   const std::vector<std::pair<std::string, size_t>> models = {
       {"mlp", 3}, {"bert_base", 102}, {"gpt2_small", 76}, {"resnet50", 107}};
   for (const auto& [name, count] : models) {
@@ -271,6 +271,7 @@ TEST(PipelineRun, MixedBfloat16KeepsTheShippedModelsLayers) {
     const std::vector<std::string> f32 = layersOf("float32");
     EXPECT_EQ(f32.size(), count) << name;
     EXPECT_EQ(layersOf("mixed_bfloat16"), f32) << name;
+    EXPECT_EQ(layersOf("mixed_float16"), f32) << name;
   }
 }
 
