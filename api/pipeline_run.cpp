@@ -44,10 +44,6 @@ void checkPipelineRequest(const RunRequest& request) {
     throw Error(ErrorKind::kUnsupported, pp + " simulates one step without values: --steps, --functional and "
                                               "--precision-schedule do not apply");
   }
-  if (request.precision != "float32") {
-    // A policy's weight casts are ops of no layer of their own; the cut does not place them yet.
-    throw Error(ErrorKind::kUnsupported, pp + " with --precision " + request.precision + ": not supported yet");
-  }
   if (request.micro_batches < 1) throw Error(ErrorKind::kInvalidConfig, "--micro-batches must be >= 1");
 }
 
@@ -74,38 +70,49 @@ Topology stageBlock(const Topology& slice, int64_t stages) {
   return Topology(slice.kind(), dims_of, n);
 }
 
+// Loss scaling's ops after the backward (frontend/train/loss_scaling): the gradient sums,
+// the check, and each gradient's gating and unscaling.
+bool isLossScaling(const std::string& op) {
+  return op.rfind("loss_scale.", 0) == 0 || op.find(".grad_scaled.sum") != std::string::npos ||
+         op.find(".grad_kept") != std::string::npos || op.find(".grad_unscaled") != std::string::npos;
+}
+
 // The Program's instructions by phase: forward, backward (autodiff names them ".grad"),
-// and the update (optimizer ops and the data-parallel gradient all-reduces).
+// and the update (optimizer ops, the data-parallel gradient all-reduces, loss scaling).
 enum class Phase { kForward, kBackward, kUpdate };
 Phase phaseOf(const program::Instruction& ins) {
   const std::string& op = ins.op();
   const bool data_parallel = op.size() > 11 && op.compare(op.size() - 11, 11, ".all_reduce") == 0;
-  if (ins.op_type() == "SgdUpdate" || ins.op_type() == "OptimizerUpdate" || data_parallel) return Phase::kUpdate;
+  if (ins.op_type() == "SgdUpdate" || ins.op_type() == "OptimizerUpdate" || data_parallel || isLossScaling(op)) {
+    return Phase::kUpdate;
+  }
   return op.find(".grad") != std::string::npos ? Phase::kBackward : Phase::kForward;
 }
 
 struct StageTimes {
   uint64_t forward = 0, backward = 0, update = 0;  // cycles
+  uint64_t check = 0;  // of the update: until the stage's gradients-finite flag (loss scaling)
 };
 
 // Forward: until the last forward instruction ends; backward: from there to the last
 // backward one; update: the rest of the step.
 StageTimes stageTimes(const program::ChipProgram& chip, const SimResult& result) {
-  uint64_t forward_end = 0, backward_end = 0;
+  uint64_t forward_end = 0, backward_end = 0, flag_end = 0;
   for (const TimelineEvent& event : result.timeline.events()) {
-    const Phase phase = phaseOf(chip.instructions(static_cast<int>(event.instruction)));
+    const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
+    const Phase phase = phaseOf(ins);
     if (phase == Phase::kForward) forward_end = std::max(forward_end, event.end_cycle);
     if (phase == Phase::kBackward) backward_end = std::max(backward_end, event.end_cycle);
+    if (ins.op() == "loss_scale.finite") flag_end = std::max(flag_end, event.end_cycle);
   }
   backward_end = std::max(backward_end, forward_end);
-  return {forward_end, backward_end - forward_end, result.total_cycles - std::min(result.total_cycles, backward_end)};
+  const uint64_t update = result.total_cycles - std::min(result.total_cycles, backward_end);
+  return {forward_end, backward_end - forward_end, update,
+          std::min(update, flag_end - std::min(flag_end, backward_end))};
 }
 
-// One micro-batch's transfer across a boundary: every chip of stage `from`'s block sends
-// `bytes` to the chip at its place in stage `to`'s block, at once, over the slice's links.
-uint64_t boundaryPs(const HardwareParams& hw, const Topology& slice, int64_t block_chips, uint32_t from, uint32_t to,
-                    uint64_t bytes) {
-  if (bytes == 0) return 0;
+// The slice's links, its routing and OCS latencies.
+Network sliceNetwork(const HardwareParams& hw, const Topology& slice) {
   Network network(slice, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing()));
   const OcsConfig ocs_config = ocsConfigOf(hw);
   const OcsWiring ocs = wireSlice(slice, ocs_config);
@@ -113,6 +120,15 @@ uint64_t boundaryPs(const HardwareParams& hw, const Topology& slice, int64_t blo
   if (ocs_ps > 0) {
     for (const LinkId link : ocs.ocs_links) network.setExtraLatency(link, ocs_ps);
   }
+  return network;
+}
+
+// One micro-batch's transfer across a boundary: every chip of stage `from`'s block sends
+// `bytes` to the chip at its place in stage `to`'s block, at once, over the slice's links.
+uint64_t boundaryPs(const HardwareParams& hw, const Topology& slice, int64_t block_chips, uint32_t from, uint32_t to,
+                    uint64_t bytes) {
+  if (bytes == 0) return 0;
+  Network network = sliceNetwork(hw, slice);
   std::vector<Collective> sends;
   for (int64_t c = 0; c < block_chips; ++c) {
     sends.push_back(sendRecv(network, static_cast<ChipId>(from * block_chips + c),
@@ -121,6 +137,22 @@ uint64_t boundaryPs(const HardwareParams& hw, const Topology& slice, int64_t blo
   network.run();
   uint64_t done = 0;
   for (const Collective& send : sends) done = std::max(done, send.finishTime(network));
+  return done;
+}
+
+// Loss scaling's all-reduce of each stage's partial gradient sum (one f32): the chips at
+// one place in every block, all places at once, over the slice's links.
+uint64_t partialSumAllReducePs(const HardwareParams& hw, const Topology& slice, int64_t block_chips, int64_t stages) {
+  Network network = sliceNetwork(hw, slice);
+  std::vector<Collective> reduces;
+  for (int64_t c = 0; c < block_chips; ++c) {
+    Group group;
+    for (int64_t s = 0; s < stages; ++s) group.push_back(static_cast<ChipId>(s * block_chips + c));
+    reduces.push_back(allReduce(network, group, 4, AllReduceAlgorithm::kRing));
+  }
+  network.run();
+  uint64_t done = 0;
+  for (const Collective& reduce : reduces) done = std::max(done, reduce.finishTime(network));
   return done;
 }
 
@@ -216,11 +248,19 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   const PipelineOutcome outcome = schedulePipeline(plan);
 
   // Each stage updates once its last backward ends: the gradient all-reduce tail and the
-  // optimizer, as its one-micro-batch step ran them.
+  // optimizer, as its one-micro-batch step ran them. Under loss scaling every stage's
+  // update after its check waits for the slowest check and the all-reduce of the partial sums.
   std::vector<uint64_t> last_end(runs.size(), 0);
   for (const PipelineTask& task : outcome.tasks) last_end[task.stage] = std::max(last_end[task.stage], task.end_ps);
-  uint64_t step_ps = 0;
-  for (size_t s = 0; s < runs.size(); ++s) step_ps = std::max(step_ps, last_end[s] + runs[s].times.update * period_ps);
+  const uint64_t flags_ps = cut.loss_scaling ? partialSumAllReducePs(hw, *slice, block_chips, degrees.pp) : 0;
+  uint64_t step_ps = 0, checked_ps = 0, after_ps = 0;
+  for (size_t s = 0; s < runs.size(); ++s) {
+    const StageTimes& t = runs[s].times;
+    step_ps = std::max(step_ps, last_end[s] + t.update * period_ps);
+    checked_ps = std::max(checked_ps, last_end[s] + t.check * period_ps);
+    after_ps = std::max(after_ps, (t.update - t.check) * period_ps);
+  }
+  if (cut.loss_scaling) step_ps = checked_ps + flags_ps + after_ps;
 
   // Memory: the one-micro-batch plan holds one micro-batch's activations; the others in
   // flight add theirs.
@@ -254,6 +294,7 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   section["step_cycles"] = toCycles(step_ps);
   section["step_time_s"] = static_cast<double>(step_ps) * 1e-12;
   section["schedule_cycles"] = toCycles(outcome.step_ps);
+  section["loss_scale_all_reduce_cycles"] = toCycles(flags_ps);
   section["bubble"] = outcome.bubble;
   section["ideal_bubble"] = equalStageBubble(static_cast<uint32_t>(degrees.pp), micro_batches);
   nlohmann::ordered_json stages = nlohmann::ordered_json::array();
@@ -267,6 +308,7 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
     stage["forward_cycles"] = runs[s].times.forward;
     stage["backward_cycles"] = runs[s].times.backward;
     stage["update_cycles"] = runs[s].times.update;
+    stage["loss_scale_check_cycles"] = runs[s].times.check;
     stage["micro_batch_step_cycles"] = runs[s].result.total_cycles;
     stage["busy_cycles"] = toCycles(o.busy_ps);
     stage["idle_cycles"] = toCycles(o.idle_ps);

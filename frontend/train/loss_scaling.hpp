@@ -18,6 +18,10 @@ namespace tpusim {
 // finite" output (bool scalar).
 inline constexpr const char* kLossScaleTensor = "loss_scale";
 inline constexpr const char* kGradientsFiniteTensor = "loss_scale.gradients_finite";
+// Under pipeline parallelism each stage sums its own gradients (the partial, sent) and
+// adds the other stages' partials (received; frontend/passes/pipeline_stages).
+inline constexpr const char* kLossScalePartialTensor = "loss_scale.partial";
+inline constexpr const char* kLossScaleOtherStagesTensor = "loss_scale.other_stages";
 // Keras's defaults: initial_scale 2^15; the scale doubles after 2000 finite steps.
 inline constexpr double kInitialLossScale = 32768.0;
 inline constexpr int64_t kLossScaleGrowthSteps = 2000;

@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 
 #include "api/session.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
+#include "frontend/train/loss_scaling.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
 
@@ -105,6 +107,172 @@ TEST(PipelineRun, StagesSendTheirBoundaryActivationAndReceiveItsGradient) {
   EXPECT_EQ(cut.transfers[1].from, 1u);
   EXPECT_EQ(cut.transfers[1].to, 0u);
   EXPECT_GT(cut.stages[0].activation_bytes, 0u);
+}
+
+PipelineStages cutOf(const std::string& model, const std::string& precision, int64_t stages) {
+  RunRequest request;
+  request.model_path = model;
+  request.batch = 8;
+  request.precision = precision;
+  return splitPipelineStages(buildModelGraph(request).graph, stages, "model.onnx");
+}
+
+// The weights a stage holds and those it updates, by name.
+std::set<std::string> weightsOf(const ir::Graph& graph) {
+  std::set<std::string> out;
+  for (const ir::Tensor& t : graph.tensors()) {
+    if (t.role == ir::TensorRole::kWeight && graph.producer(t.id) == nullptr) out.insert(t.name);
+  }
+  return out;
+}
+std::set<std::string> updatedIn(const ir::Graph& graph) {
+  std::set<std::string> out;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate || op.type == ir::OpType::kOptimizerUpdate) {
+      out.insert(graph.tensor(op.inputs[0]).name);
+    }
+  }
+  return out;
+}
+
+TEST(PipelineRun, MixedBfloat16CastsEachWeightOnItsStageAndSendsHalfTheBytes) {
+  const std::string model = identicalLayers(4);
+  const PipelineStages f32 = cutOf(model, "float32", 2);
+  const PipelineStages bf16 = cutOf(model, "mixed_bfloat16", 2);
+  ASSERT_EQ(bf16.stages.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    const ir::Graph& g = bf16.stages[s].graph;
+    EXPECT_EQ(bf16.stages[s].layers, f32.stages[s].layers);
+    EXPECT_EQ(weightsOf(g), weightsOf(f32.stages[s].graph));
+    EXPECT_EQ(updatedIn(g), updatedIn(f32.stages[s].graph));
+    EXPECT_EQ(updatedIn(g), weightsOf(g));
+    // Each weight it holds is cast here, and only those: 3 weights a layer, 2 layers.
+    std::set<std::string> cast;
+    for (const ir::Op& op : g.ops()) {
+      const ir::Tensor& in = g.tensor(op.inputs[0]);
+      if (op.type == ir::OpType::kCast && in.role == ir::TensorRole::kWeight) {
+        EXPECT_EQ(op.name, in.name + "/cast_bf16");
+        EXPECT_EQ(g.tensor(op.outputs[0]).dtype, DType::kBF16);
+        cast.insert(in.name);
+      }
+    }
+    EXPECT_EQ(cast, weightsOf(g));
+    EXPECT_EQ(cast.size(), 6u);
+  }
+  // The graph input h0 is cast on stage 0, which reads it.
+  const auto casts = [](const ir::Graph& g, const std::string& name) {
+    return std::any_of(g.ops().begin(), g.ops().end(), [&](const ir::Op& op) { return op.name == name; });
+  };
+  EXPECT_TRUE(casts(bf16.stages[0].graph, "h0/cast_bf16"));
+  EXPECT_FALSE(casts(bf16.stages[1].graph, "h0/cast_bf16"));
+  // The same crossings as float32, in bf16: 8 x 1024 x 2 = 16384 bytes each way.
+  ASSERT_EQ(bf16.transfers.size(), f32.transfers.size());
+  for (size_t i = 0; i < f32.transfers.size(); ++i) {
+    EXPECT_EQ(bf16.transfers[i].tensor, f32.transfers[i].tensor);
+    EXPECT_EQ(bf16.transfers[i].gradient, f32.transfers[i].gradient);
+    EXPECT_EQ(2 * bf16.transfers[i].bytes, f32.transfers[i].bytes);
+  }
+  // What a micro-batch keeps for its backward is bf16 too (the weights' casts are the same
+  // for every micro-batch, held once, not counted): stage 0, s0, g0, s1, g1 of [8, 1024];
+  // stage 1, s2, g2, s3, g3, and h4 in f32 (the loss reads it cast back), and the 8 labels.
+  EXPECT_EQ(f32.stages[0].activation_bytes, 4u * 32768);
+  EXPECT_EQ(bf16.stages[0].activation_bytes, 4u * 16384);
+  EXPECT_EQ(f32.stages[1].activation_bytes, 5u * 32768 + 64);
+  EXPECT_EQ(bf16.stages[1].activation_bytes, 4u * 16384 + 32768 + 64);
+}
+
+TEST(PipelineRun, MixedFloat16ChecksEachStagesGradientsAndAddsTheOtherStagesSums) {
+  const std::string model = identicalLayers(4);
+  const PipelineStages bf16 = cutOf(model, "mixed_bfloat16", 2);
+  const PipelineStages f16 = cutOf(model, "mixed_float16", 2);
+  EXPECT_FALSE(bf16.loss_scaling);
+  EXPECT_TRUE(f16.loss_scaling);
+  // The check sends nothing across a boundary: the crossings are bf16's, f16 is as wide.
+  ASSERT_EQ(f16.transfers.size(), bf16.transfers.size());
+  for (size_t i = 0; i < f16.transfers.size(); ++i) {
+    EXPECT_EQ(f16.transfers[i].tensor, bf16.transfers[i].tensor);
+    EXPECT_EQ(f16.transfers[i].bytes, bf16.transfers[i].bytes);
+  }
+  for (size_t s = 0; s < 2; ++s) {
+    const ir::Graph& g = f16.stages[s].graph;
+    EXPECT_EQ(updatedIn(g), updatedIn(bf16.stages[s].graph));
+    EXPECT_EQ(f16.stages[s].activation_bytes, bf16.stages[s].activation_bytes);
+    // Its own 6 gradients summed, the other stages' partial sum received, one flag, and
+    // each of its gradients gated by that flag and unscaled here.
+    std::set<std::string> gated, summed;
+    int flags = 0;
+    for (const ir::Op& op : g.ops()) {
+      const std::string& name = op.name;
+      if (op.type == ir::OpType::kReduce && name.find(".grad_scaled.sum") != std::string::npos) {
+        summed.insert(name.substr(0, name.find(".grad_scaled.sum")));
+      }
+      if (op.type == ir::OpType::kWhere) {
+        EXPECT_EQ(g.tensor(op.inputs[0]).name, kGradientsFiniteTensor);
+        EXPECT_NE(g.producer(op.inputs[0]), nullptr);  // made here
+        gated.insert(name.substr(0, name.find(".grad_kept")));
+      }
+      flags += g.tensor(op.outputs[0]).name == kGradientsFiniteTensor;
+    }
+    EXPECT_EQ(flags, 1);
+    EXPECT_EQ(gated, updatedIn(g));
+    EXPECT_EQ(summed, updatedIn(g));
+    const auto named = [&](const std::string& name) {
+      const auto& ts = g.tensors();
+      const auto found = std::find_if(ts.begin(), ts.end(), [&](const ir::Tensor& t) { return t.name == name; });
+      return found == ts.end() ? -1 : found->id;
+    };
+    const int others = named(kLossScaleOtherStagesTensor), partial = named(kLossScalePartialTensor);
+    ASSERT_GE(others, 0);
+    ASSERT_GE(partial, 0);
+    EXPECT_EQ(g.producer(others), nullptr);
+    EXPECT_EQ(g.tensor(partial).bytes(), 4u);
+    EXPECT_NE(std::find(g.outputs().begin(), g.outputs().end(), partial), g.outputs().end());
+    EXPECT_GE(named(kLossScaleTensor), 0);  // the step's scale, on every stage
+  }
+}
+
+TEST(PipelineRun, MixedFloat16WaitsForEveryStagesCheckAndTheirAllReduce) {
+  const std::string model = identicalLayers(8);
+  RunRequest request = pipelineRequest(model, 4, 4, "1f1b");
+  request.precision = "mixed_float16";
+  request.overrides = {{"ici.link_latency_ns", "1000"}, {"ici.router_latency_ns", "0"}};
+  const nlohmann::ordered_json p = runRequest(request).report["pipeline"];
+  // A ring all-reduce of one f32 over the 4 stages: 2(p - 1)(alpha + (n/p)/beta), alpha 1 us,
+  // n/p = 1 byte at 50 GB/s (20 ps), in cycles of 952 ps (1.05 GHz, the period rounded to ps).
+  EXPECT_NEAR(p["loss_scale_all_reduce_cycles"].get<double>(), 6.0 * (1e6 + 20) / 952, 1.0);
+  uint64_t max_check = 0, max_after = 0;
+  for (const auto& stage : p["per_stage"]) {
+    const uint64_t check = stage["loss_scale_check_cycles"].get<uint64_t>();
+    EXPECT_GT(check, 0u);
+    EXPECT_LT(check, stage["update_cycles"].get<uint64_t>());
+    max_check = std::max(max_check, check);
+    max_after = std::max(max_after, stage["update_cycles"].get<uint64_t>() - check);
+  }
+  // Under 1F1B the schedule ends with stage 0's last backward; every stage's gated update
+  // starts after the slowest check and the all-reduce.
+  const uint64_t schedule = p["schedule_cycles"].get<uint64_t>(), flags = p["loss_scale_all_reduce_cycles"];
+  const uint64_t step = p["step_cycles"].get<uint64_t>();
+  const uint64_t check0 = p["per_stage"][0]["loss_scale_check_cycles"].get<uint64_t>();
+  EXPECT_GE(step + 2, schedule + check0 + flags + max_after);
+  EXPECT_LE(step, schedule + max_check + flags + max_after + 2);
+}
+
+TEST(PipelineRun, MixedPrecisionKeepsTheShippedModelsLayers) {
+  const std::vector<std::pair<std::string, size_t>> models = {
+      {"mlp", 3}, {"bert_base", 102}, {"gpt2_small", 76}, {"resnet50", 107}};
+  for (const auto& [name, count] : models) {
+    const auto layersOf = [&](const std::string& precision) {
+      RunRequest request;
+      request.model_path = TPUSIM_SOURCE_DIR "/traces/" + name + ".onnx";
+      request.batch = 2;
+      request.precision = precision;
+      return pipelineLayers(buildModelGraph(request).graph);
+    };
+    const std::vector<std::string> f32 = layersOf("float32");
+    EXPECT_EQ(f32.size(), count) << name;
+    EXPECT_EQ(layersOf("mixed_bfloat16"), f32) << name;
+    EXPECT_EQ(layersOf("mixed_float16"), f32) << name;
+  }
 }
 
 TEST(PipelineRun, BadInputsAreOneLineErrors) {

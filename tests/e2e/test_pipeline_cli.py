@@ -1,6 +1,7 @@
 """`tpusim run MODEL --topology SHAPE --pp P --micro-batches M --pipeline-schedule gpipe|1f1b`:
 pipeline parallelism on a model (docs/strategies.md, "Pipeline parallelism")."""
 import json
+import pathlib
 import subprocess
 
 import pytest
@@ -62,6 +63,66 @@ def test_stage_blocks_run_data_parallel_and_a_cross_cube_boundary_costs_more(tpu
     assert far > near > 0
 
 
+def test_mixed_bfloat16_keeps_the_cut_and_halves_the_boundary_bytes(tpusim_bin, mlp_path, tmp_path):
+    args = (mlp_path, "--topology", "3x1x1", "--pp", "3", "--micro-batches", "4")
+    f32, _ = report_of(tpusim_bin, tmp_path, "f32", *args)
+    bf16, summary = report_of(tpusim_bin, tmp_path, "bf16", *args, "--precision", "mixed_bfloat16")
+    assert (f32["precision"], bf16["precision"]) == ("float32", "mixed_bfloat16")
+    p, q = f32["pipeline"], bf16["pipeline"]
+    assert [s["layers"] for s in q["per_stage"]] == [s["layers"] for s in p["per_stage"]] == [["/0"], ["/2"], ["/4"]]
+    assert "pipeline     1f1b, 3 stages of 1 layers" in summary
+    # fc1's output [8, 512] and its gradient in bf16: 8 KiB each way, half of float32's, and
+    # cheaper to send.
+    for a, b in zip(p["boundaries"], q["boundaries"]):
+        assert b["activation_bytes"] == b["gradient_bytes"] == 8 * 512 * 2
+        assert 2 * b["activation_bytes"] == a["activation_bytes"] and 2 * b["gradient_bytes"] == a["gradient_bytes"]
+        assert b["forward_transfer_cycles"] < a["forward_transfer_cycles"]
+    # What a micro-batch keeps for its backward is bf16 (stage 2's logits, which the loss reads
+    # cast back to f32, stay f32); stage 0 holds the 784x512 layer's f32 weights and their bf16
+    # copy, and no other layer's: its HBM peak grows, by less than that copy (its activations shrink).
+    for a, b in zip(p["per_stage"], q["per_stage"]):
+        assert b["activation_bytes"] < a["activation_bytes"]
+    grown = q["per_stage"][0]["hbm_peak_bytes"] - p["per_stage"][0]["hbm_peak_bytes"]
+    assert 0 < grown < (784 * 512 + 512) * 2
+
+
+def test_mixed_float16_all_reduces_the_stages_gradient_sums(tpusim_bin, mlp_path, tmp_path):
+    args = (mlp_path, "--topology", "3x1x1", "--pp", "3", "--micro-batches", "4")
+    bf16, _ = report_of(tpusim_bin, tmp_path, "bf16", *args, "--precision", "mixed_bfloat16")
+    f16, _ = report_of(tpusim_bin, tmp_path, "f16", *args, "--precision", "mixed_float16")
+    p, q = bf16["pipeline"], f16["pipeline"]
+    assert f16["precision"] == "mixed_float16"
+    assert [s["layers"] for s in q["per_stage"]] == [s["layers"] for s in p["per_stage"]]
+    assert [(b["activation_bytes"], b["gradient_bytes"]) for b in q["boundaries"]] == \
+        [(b["activation_bytes"], b["gradient_bytes"]) for b in p["boundaries"]]
+    # Ring all-reduce of one f32 over the 3 stages: 4 steps of alpha = 1 us (and bytes at 50 GB/s).
+    assert q["loss_scale_all_reduce_cycles"] == pytest.approx(4 * 1e6 / 952, abs=2)
+    assert p["loss_scale_all_reduce_cycles"] == 0
+    for s, t in zip(p["per_stage"], q["per_stage"]):
+        assert s["loss_scale_check_cycles"] == 0 and 0 < t["loss_scale_check_cycles"] < t["update_cycles"]
+    assert q["step_cycles"] > p["step_cycles"]  # the check and the gating are extra work
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_bert_in_two_stages_under_mixed_bfloat16(tpusim_bin, tmp_path, tp):
+    bert = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / "bert_base.onnx")
+    args = (bert, "--batch", "8", "--topology", "4x4x4", "--tp", str(tp), "--pp", "2", "--micro-batches", "4")
+    f32, _ = report_of(tpusim_bin, tmp_path, "f32", *args)
+    bf16, _ = report_of(tpusim_bin, tmp_path, "bf16", *args, "--precision", "mixed_bfloat16")
+    p, q = f32["pipeline"], bf16["pipeline"]
+    assert bf16["precision"] == "mixed_bfloat16"
+    assert [s["layers"] for s in q["per_stage"]] == [s["layers"] for s in p["per_stage"]]
+    assert [len(s["layers"]) for s in q["per_stage"]] == [51, 51]
+    # The hidden state [2, 128, 768] and the attention mask [2, 1, 1, 128] cross, in bf16: half the bytes.
+    b, a = q["boundaries"][0], p["boundaries"][0]
+    assert 2 * b["activation_bytes"] == a["activation_bytes"] == 2 * 128 * 768 * 4 + 2 * 128 * 4
+    assert 2 * b["gradient_bytes"] == a["gradient_bytes"] == 2 * 128 * 768 * 4
+    for s, t in zip(p["per_stage"], q["per_stage"]):
+        assert 2 * t["activation_bytes"] == pytest.approx(s["activation_bytes"], rel=0.02)
+    if tp == 2:  # the tensor-parallel all-reduces of activations are bf16 too
+        assert q["step_cycles"] < 0.75 * p["step_cycles"]
+
+
 BAD = [
     (["--topology", "4x4x4", "--pp", "4"], 2, "--pp 4 does not divide the 3 layers of mlp.onnx"),
     (["--topology", "4x4x4", "--dp", "2", "--pp", "3"], 2, "--pp 3 does not divide the 64 chips of --topology 4x4x4"),
@@ -76,8 +137,8 @@ BAD = [
      "pipeline stage 0 needs 4608000 bytes of HBM (3446784 for one micro-batch + 7 more in flight x 165888 activation "
      "bytes) but tpuv4 has 3972844"),
     (["--topology", "3x1x1", "--pp", "3", "--mode", "inference"], 2, "--pp 3 pipelines a training step"),
-    (["--topology", "3x1x1", "--pp", "3", "--precision", "mixed_bfloat16"], 4,
-     "--pp 3 with --precision mixed_bfloat16: not supported yet"),
+    (["--topology", "3x1x1", "--pp", "3", "--precision", "int8"], 4,
+     "--precision int8 is post-training quantization for --mode inference"),
 ]
 
 
