@@ -17,6 +17,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GLOBAL_BATCH = 1536  # sequences of 2048 tokens: GPT-3 175B's 3.2M-token batch (Brown et al. 2020, Table 2.1)
+# Megatron-LM pads the GPT-2 vocabulary (50,257) to 51,200, a multiple of 128 x the tensor-parallel
+# degree, so that it splits over the chips (its README: "All models use a vocabulary size of 51,200").
+VOCAB = 51200
 
 # (slice, layers, dp, tp, pp, precision): per-replica batch = GLOBAL_BATCH / dp sequences,
 # pipelined in micro-batches of one sequence.
@@ -53,7 +56,7 @@ def main():
         model = work / f"gpt3_{layers}l.onnx"
         if not model.exists():
             subprocess.run([sys.executable, str(ROOT / "scripts" / "make_gpt_trace.py"), str(model), "--layers",
-                            str(layers), "--untied-head"], check=True, capture_output=True)
+                            str(layers), "--untied-head", "--vocab", str(VOCAB)], check=True, capture_output=True)
         batch = GLOBAL_BATCH // dp
         out = work / f"{shape}_{layers}_{precision}"
         command = [str(tpusim), "run", str(model), "--topology", shape, "--dp", str(dp), "--tp", str(tp), "--pp",
