@@ -9,6 +9,7 @@
 #include "frontend/compile.hpp"
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
+#include "frontend/train/graph_transforms.hpp"
 #include "frontend/program_io.hpp"
 #include "report/mfu_section.hpp"
 #include "report/report.hpp"
@@ -77,8 +78,8 @@ bool isLossScaling(const std::string& op) {
          op.find(".grad_kept") != std::string::npos || op.find(".grad_unscaled") != std::string::npos;
 }
 
-// The Program's instructions by phase: forward, backward (autodiff names them ".grad"),
-// and the update (optimizer ops, the data-parallel gradient all-reduces, loss scaling).
+// The Program's instructions by phase: forward, backward (autodiff names them ".grad";
+// rematerialization's recomputations, ".remat", run there too), and the update (optimizer ops, the data-parallel gradient all-reduces, loss scaling).
 enum class Phase { kForward, kBackward, kUpdate };
 Phase phaseOf(const program::Instruction& ins) {
   const std::string& op = ins.op();
@@ -86,7 +87,7 @@ Phase phaseOf(const program::Instruction& ins) {
   if (ins.op_type() == "SgdUpdate" || ins.op_type() == "OptimizerUpdate" || data_parallel || isLossScaling(op)) {
     return Phase::kUpdate;
   }
-  return op.find(".grad") != std::string::npos ? Phase::kBackward : Phase::kForward;
+  return op.find(".grad") != std::string::npos || isRecomputation(op) ? Phase::kBackward : Phase::kForward;
 }
 
 struct StageTimes {

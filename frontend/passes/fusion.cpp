@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "frontend/train/graph_transforms.hpp"
+
 namespace tpusim {
 
 using ir::OpType;
@@ -65,6 +67,8 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
                                 : static_cast<size_t>(from);
       const ir::Op& lead = ops[leader];
       if (!isMxuOp(lead.type) && !isFusibleElementwise(lead.type)) continue;
+      // A recomputation moved next to a forward leader would run in the forward pass.
+      if (isRecomputation(op.name) && !isRecomputation(lead.name)) continue;
       if (graph.tensor(lead.outputs[0]).alias_of >= 0) continue;
       if (graph.tensor(lead.outputs[0]).shape != out.shape || graph.tensor(input).shape != out.shape) continue;
       if (group[static_cast<size_t>(from)] < 0 && !isMxuOp(source.type) && !isFusibleElementwise(source.type)) continue;

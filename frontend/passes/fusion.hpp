@@ -4,7 +4,8 @@
 //
 // An elementwise op joins the group of the op producing one of its inputs when its
 // output has the group's shape, its other inputs exist before the group starts (or
-// come from the group), and nothing in between updates them in place. The pass moves
+// come from the group), and nothing in between updates them in place; a recomputation
+// (rematerialization's "<op>.remat") joins only a recomputation's group. The pass moves
 // each group's ops next to each other (a valid order: see above) and marks them with
 // Op::fusion_group. A fused tensor that only its group reads never goes to HBM.
 #pragma once

@@ -1,5 +1,7 @@
 #include "frontend/passes/model_flops.hpp"
 
+#include "frontend/train/graph_transforms.hpp"
+
 namespace tpusim {
 
 namespace {
@@ -7,8 +9,6 @@ namespace {
 uint64_t elements(const ir::Graph& graph, int tensor) {
   return static_cast<uint64_t>(ir::elementCount(graph.tensor(tensor).shape));
 }
-
-bool isRecomputation(const ir::Op& op) { return op.name.find(".remat") != std::string::npos; }
 
 }  // namespace
 
@@ -36,7 +36,7 @@ uint64_t modelFlopsOf(const ir::Graph& graph, const ir::Op& op) {
 uint64_t modelFlops(const ir::Graph& graph) {
   uint64_t flops = 0;
   for (const ir::Op& op : graph.ops()) {
-    if (!isRecomputation(op)) flops += modelFlopsOf(graph, op);
+    if (!isRecomputation(op.name)) flops += modelFlopsOf(graph, op);
   }
   return flops;
 }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "frontend/passes/layers.hpp"
+#include "frontend/train/graph_transforms.hpp"
 #include "frontend/train/loss_scaling.hpp"
 #include "sim/common/error.hpp"
 
@@ -16,8 +17,11 @@ using ir::OpType;
 using ir::TensorRole;
 
 bool isUpdate(const ir::Op& op) { return op.type == OpType::kSgdUpdate || op.type == OpType::kOptimizerUpdate; }
-// Autodiff names every backward op "<forward op>.grad..." and gradient sums "<tensor>.grad_sum<i>".
-bool isBackward(const ir::Op& op) { return !isUpdate(op) && op.name.find(".grad") != std::string::npos; }
+// Autodiff names every backward op "<forward op>.grad..." and gradient sums "<tensor>.grad_sum<i>";
+// rematerialization's recomputations run in the backward pass.
+bool isBackward(const ir::Op& op) {
+  return !isUpdate(op) && (op.name.find(".grad") != std::string::npos || isRecomputation(op.name));
+}
 bool isForward(const ir::Op& op) { return !isUpdate(op) && !isBackward(op); }
 
 // A precision policy's cast (frontend/train/precision_policy): an f32 weight, constant or
@@ -135,6 +139,8 @@ int aliasRoot(const ir::Graph& graph, int tensor) {
 }  // namespace
 
 std::vector<std::string> pipelineLayers(const ir::Graph& graph) { return assignPipelineLayers(graph).layers; }
+
+std::vector<int> pipelineLayerOfOps(const ir::Graph& graph) { return assignPipelineLayers(graph).of_op; }
 
 PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const std::string& model) {
   const LayerAssignment assigned = assignPipelineLayers(graph);

@@ -61,6 +61,9 @@ struct PipelineStages {
 
 // The pipeline layers of `graph`, in order (see above).
 std::vector<std::string> pipelineLayers(const ir::Graph& graph);
+// Per op, the index of its pipeline layer in pipelineLayers, or -1 for an op placed by its
+// operands (a gradient sum, an op whose name names no forward layer).
+std::vector<int> pipelineLayerOfOps(const ir::Graph& graph);
 
 // A count that does not divide the layers (or a graph without layers) is a one-line
 // error (kInvalidConfig) naming both; `model` names the graph in it.

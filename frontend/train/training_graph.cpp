@@ -4,6 +4,7 @@
 #include <map>
 
 #include "frontend/ir/tensor_value.hpp"
+#include "frontend/passes/pipeline_stages.hpp"
 #include "frontend/train/graph_transforms.hpp"
 #include "frontend/train/loss_scaling.hpp"
 #include "frontend/train/optimizer.hpp"
@@ -396,6 +397,7 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
     updates.emplace_back(weight, graph.scale(graph.tensor(weight).name + ".grad_mean", grad, mean));
     graph.rename(updates.back().second, graph.tensor(weight).name + ".grad_mean");
   }
+  forward.resize(graph.ops().size(), false);  // the gradient means
   const int loss = graph.scale("loss.mean", losses, mean, TensorRole::kLoss);
   graph.rename(loss, micro.tensor(micro_loss).name);
   graph.markOutput(loss);
@@ -430,7 +432,7 @@ Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& opti
   appendOptimizer(graph, updates, optimizer);
   if (options.rematerialize == Remat::kAll) {
     forward.resize(graph.ops().size(), false);
-    graph = rematerialize(graph, forward);
+    graph = rematerialize(graph, forward, pipelineLayerOfOps(graph));
   }
   return graph;
 }
