@@ -79,6 +79,24 @@ std::vector<bool> largeBroadcasts(const ir::Graph& graph, const ir::Op& op, cons
   return large;
 }
 
+// Whether one row of `plan`, double-buffered, fits VMEM beside the operands it holds whole
+// (the `restreamed` ones aside, which each tile re-reads).
+bool oneRowFits(const VectorPlan& plan, uint64_t out_bytes, const std::vector<bool>& restreamed, uint64_t vmem) {
+  if (plan.rows == 0) return true;
+  const double rows = static_cast<double>(plan.rows);
+  double row = static_cast<double>(out_bytes) / rows;
+  double held = 0;
+  for (size_t i = 0; i < plan.bytes.size(); ++i) {
+    const double bytes = static_cast<double>(plan.bytes[i]);
+    if (plan.movement[i] != Movement::kWhole || restreamed[i]) {
+      row += bytes / rows;
+    } else {
+      held += bytes;
+    }
+  }
+  return 2 * row + held <= static_cast<double>(vmem);
+}
+
 }  // namespace
 
 void Lowerer::lowerVector(const ir::Op& op) {
@@ -169,8 +187,21 @@ void Lowerer::lowerVector(const ir::Op& op) {
       break;
     }
     default: {
-      const std::vector<bool> restreamed = largeBroadcasts(m_graph, op, out.shape, vmemBytes());
+      std::vector<bool> restreamed = largeBroadcasts(m_graph, op, out.shape, vmemBytes());
       leading(broadcastPrefix(m_graph, op, out.shape, restreamed), true);
+      // While the rows the held operands allow are too long for VMEM (GPT-3's causal mask,
+      // [2048, 2048], beside bf16 scores whose row is a whole [2048, 2048] head), the largest
+      // broadcast operand still held is re-read by each tile instead, and the rows shorten.
+      std::vector<size_t> by_size(op.inputs.size());
+      for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
+      std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) { return plan.bytes[a] > plan.bytes[b]; });
+      for (size_t i : by_size) {
+        if (oneRowFits(plan, out.bytes(), restreamed, vmemBytes())) break;
+        if (restreamed[i] || m_graph.tensor(op.inputs[i]).shape == out.shape) continue;
+        restreamed[i] = true;
+        plan.movement.assign(op.inputs.size(), Movement::kWhole);
+        leading(broadcastPrefix(m_graph, op, out.shape, restreamed), true);
+      }
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (!restreamed[i] || plan.movement[i] != Movement::kWhole) continue;
         // Each output element reads its operand element: the loads total out's element count.
@@ -230,10 +261,11 @@ void Lowerer::lowerVector(const ir::Op& op) {
       uint64_t touched = resident;
       for (size_t i = 0; i < op.inputs.size(); ++i) {
         if (plan.movement[i] == Movement::kWhole) continue;
-        const uint64_t bytes = fractionOf(plan.bytes[i], rows.size(), plan.rows);
+        const uint64_t total = m_graph.tensor(op.inputs[i]).bytes();
+        // A re-read broadcast operand smaller than a tile's share is read whole.
+        const uint64_t bytes = std::min(total, fractionOf(plan.bytes[i], rows.size(), plan.rows));
         program::Buffer* buffer = m_chip.mutable_buffers(static_cast<int>(slots[slot][i]));
         buffer->set_bytes(std::max(buffer->bytes(), bytes));
-        const uint64_t total = m_graph.tensor(op.inputs[i]).bytes();
         const bool along = plan.movement[i] == Movement::kRows;
         const ByteRange range = along ? rowRange(total, plan.rows, 1, rows) : whole(op.inputs[i]);
         const HbmLayout layout =

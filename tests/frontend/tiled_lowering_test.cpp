@@ -148,6 +148,24 @@ TEST(TiledLowering, ABroadcastOperandThatFitsIsLoadedOnce) {
   EXPECT_EQ(trafficOf(lowerOne(g, oneCore()).chips(0), "pos").loaded, 256ull * 1024 * 4);
 }
 
+// GPT-3's causal mask ([2048, 2048] bools, 4 MiB) over bf16 scores whose rows, one per
+// head, are 8 MiB: held whole, the mask leaves no room for a double-buffered row of the
+// scores and the output, so each tile re-reads its share of the mask; the scalar it
+// selects stays held.
+TEST(TiledLowering, ABroadcastOperandThatLeavesNoRoomForARowStreamsWithTheTiles) {
+  ir::Graph g;
+  const int mask = g.addInput("mask", {2048, 2048}, DType::kBool, ir::TensorRole::kInput);
+  const int scores = g.addInput("scores", {1, 12, 2048, 2048}, DType::kBF16, ir::TensorRole::kInput);
+  const int neg = g.addInput("neg", {}, DType::kBF16, ir::TensorRole::kInput);
+  g.markOutput(g.where("causal", mask, scores, neg));
+  const program::Program program = lowerOne(g, oneCore());
+  const uint64_t elements = 12ull * 2048 * 2048;
+  EXPECT_EQ(trafficOf(program.chips(0), "mask").loaded, elements);  // one bool per output element
+  EXPECT_EQ(trafficOf(program.chips(0), "scores").loaded, 2 * elements);
+  EXPECT_EQ(trafficOf(program.chips(0), "neg").loaded, 2u);
+  EXPECT_LE(trafficOf(program.chips(0), "neg").vmem, 16 * kMiB);
+}
+
 // Its gradient, summed over the batch into 96 MiB: tiles of the output, each reading its
 // elements of every example, instead of one accumulator held whole.
 TEST(TiledLowering, ASumOverTheBatchIntoMoreThanHalfOfVmemTilesTheOutput) {
