@@ -4,18 +4,17 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "api/parallel_degrees.hpp"
+#include "api/plan_text.hpp"
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/precision_policy.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "report/peaks_section.hpp"
-#include "report/report.hpp"
 #include "report/text_format.hpp"
 #include "sim/common/error.hpp"
+#include "sim/pipeline/pipeline_schedule.hpp"
 
 namespace tpusim {
 
@@ -34,28 +33,16 @@ std::vector<int64_t> divisorsOf(int64_t n) {
   return divisors;
 }
 
-std::string valueText(const nlohmann::json& value) {
-  return value.is_string() ? value.get<std::string>() : value.dump();
-}
-
-// 3 significant digits in the largest unit below 1000 of it.
-std::string scaled(double value, const std::vector<std::pair<double, const char*>>& units) {
-  for (const auto& [scale, unit] : units) {
-    if (value >= scale || scale == units.back().first) {
-      char text[64];
-      std::snprintf(text, sizeof(text), "%.3g %s", value / scale, unit);
-      return text;
+// A searched list: not empty, no value twice.
+template <typename T>
+void checkList(const std::string& flag, const std::vector<T>& values) {
+  if (values.empty()) throw Error(ErrorKind::kInvalidConfig, flag + " needs at least one value");
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (std::find(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(i), values[i]) !=
+        values.begin() + static_cast<std::ptrdiff_t>(i)) {
+      throw Error(ErrorKind::kInvalidConfig, flag + " lists " + plan_text::value(values[i]) + " twice");
     }
   }
-  return "";
-}
-
-std::string bytesText(uint64_t bytes) {
-  return scaled(static_cast<double>(bytes), {{kGiB, "GiB"}, {1024.0 * 1024.0, "MiB"}, {1024.0, "KiB"}, {1.0, "B"}});
-}
-
-std::string timeText(double seconds) {
-  return scaled(seconds, {{1.0, "s"}, {1e-3, "ms"}, {1e-6, "us"}, {1e-9, "ns"}});
 }
 
 // The checks every plan would fail the same way, before any plan runs.
@@ -74,11 +61,13 @@ void checkRequest(const AutoDistributeRequest& request) {
   if (base.mode && *base.mode != "training") {
     throw Error(ErrorKind::kInvalidConfig, "autodistribute searches training steps, not --mode " + *base.mode);
   }
-  if (base.data_parallel != 0 || base.tensor_parallel != 1 || base.pipeline_parallel != 1 || base.remat != "none" ||
-      base.precision != "float32" || !base.strategy.empty() || !base.precision_schedule.empty()) {
+  if (base.data_parallel != 0 || base.tensor_parallel != 1 || base.pipeline_parallel != 1 || base.micro_batches != 1 ||
+      base.pipeline_schedule != "1f1b" || base.remat != "none" || base.precision != "float32" ||
+      !base.strategy.empty() || !base.precision_schedule.empty()) {
     throw Error(ErrorKind::kInvalidConfig,
-                "autodistribute chooses the degrees, remat and precision itself; leave --dp, --tp, --pp, --remat, "
-                "--precision, --precision-schedule and --strategy out");
+                "autodistribute chooses the degrees, micro-batches, schedule, remat and precision itself; leave --dp, "
+                "--tp, --pp, --micro-batches, --pipeline-schedule, --remat, --precision, --precision-schedule and "
+                "--strategy out");
   }
   if (base.batch && *base.batch <= 0) throw Error(ErrorKind::kInvalidConfig, "--batch must be > 0");
   if (request.memory_limit_gib && !(*request.memory_limit_gib > 0 && std::isfinite(*request.memory_limit_gib))) {
@@ -88,6 +77,26 @@ void checkRequest(const AutoDistributeRequest& request) {
   for (const std::string& name : request.precisions) parsePrecisionPolicy(name);
   if (request.remats.empty()) throw Error(ErrorKind::kInvalidConfig, "autodistribute needs at least one remat value");
   for (const std::string& name : request.remats) parseRemat(name);
+  checkList("--pipeline-schedules", request.pipeline_schedules);
+  for (const std::string& name : request.pipeline_schedules) pipelineScheduleFromName(name);
+  checkList("--micro-batches", request.micro_batches);
+  for (int64_t m : request.micro_batches) {
+    if (m < 1) throw Error(ErrorKind::kInvalidConfig, "--micro-batches must be >= 1, not " + std::to_string(m));
+  }
+  if (request.pp_degrees) checkList("--pp-degrees", *request.pp_degrees);
+  if (request.max_plans < 1) throw Error(ErrorKind::kInvalidConfig, "--max-plans must be >= 1");
+}
+
+// Pipeline degrees once the slice is known: each >= 1 and a divisor of its chips.
+void checkPipelineDegrees(const AutoDistributeRequest& request, const Topology& slice) {
+  if (!request.pp_degrees) return;
+  for (int64_t pp : *request.pp_degrees) {
+    if (pp < 1) throw Error(ErrorKind::kInvalidConfig, "--pp-degrees must be >= 1, not " + std::to_string(pp));
+    if (slice.numChips() % pp != 0) {
+      throw Error(ErrorKind::kInvalidConfig, "--pp-degrees " + std::to_string(pp) + " does not divide the " +
+                                                 std::to_string(slice.numChips()) + " chips of " + slice.shapeString());
+    }
+  }
 }
 
 struct Candidate {
@@ -96,49 +105,79 @@ struct Candidate {
   size_t index = 0;  // in search order
 };
 
+// The plan of the dimensions' `values` (null where a dimension does not apply), or none
+// when its degrees do not factor the slice. Its batch must split over dp, and with a
+// pipeline that share over the micro-batches; otherwise it is rejected here.
+std::optional<Candidate> planOf(const RunRequest& request, const std::vector<PlanDimension>& dims,
+                                const std::vector<nlohmann::json>& values, const Topology& slice,
+                                int64_t global_batch) {
+  std::optional<ParallelDegrees> degrees;
+  try {
+    degrees = parallelDegreesOf(request, slice);
+  } catch (const Error&) {
+    return std::nullopt;  // not a factorization of the slice: not a plan
+  }
+  Candidate candidate;
+  candidate.request = request;
+  PlanResult& plan = candidate.result;
+  plan.plan["dp"] = degrees->dp;
+  plan.label = "dp" + std::to_string(degrees->dp);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    plan.plan[dims[d].name] = values[d];
+    if (!values[d].is_null()) plan.label += " " + dims[d].label_prefix + plan_text::value(values[d]);
+  }
+  if (global_batch % degrees->dp != 0) {
+    plan.status = PlanStatus::kUnsupported;
+    plan.reason = "unsupported: the global batch " + std::to_string(global_batch) + " does not split over dp " +
+                  std::to_string(degrees->dp);
+    return candidate;
+  }
+  plan.batch_per_replica = global_batch / degrees->dp;
+  candidate.request.batch = plan.batch_per_replica;
+  if (degrees->pp > 1 && plan.batch_per_replica % request.micro_batches != 0) {
+    plan.status = PlanStatus::kUnsupported;
+    plan.reason = "unsupported: the batch per replica " + std::to_string(plan.batch_per_replica) + " (global " +
+                  std::to_string(global_batch) + " / dp " + std::to_string(degrees->dp) + ") does not divide into " +
+                  std::to_string(request.micro_batches) + " micro-batches";
+  }
+  return candidate;
+}
+
 // Every plan of the space in search order: the product of the dimensions' values, the
-// last varying fastest, keeping the combinations whose degrees factor the slice.
+// last varying fastest, a dimension that does not apply to a plan taking no value.
+void addPlans(const std::vector<PlanDimension>& dims, size_t d, const RunRequest& request,
+              std::vector<nlohmann::json>& values, const Topology& slice, int64_t global_batch,
+              std::vector<Candidate>& plans) {
+  if (d == dims.size()) {
+    std::optional<Candidate> candidate = planOf(request, dims, values, slice, global_batch);
+    if (!candidate) return;
+    candidate->index = plans.size();
+    plans.push_back(std::move(*candidate));
+    return;
+  }
+  const PlanDimension& dim = dims[d];
+  if (dim.applies && !dim.applies(request)) {
+    values.push_back(nullptr);
+    addPlans(dims, d + 1, request, values, slice, global_batch, plans);
+    values.pop_back();
+    return;
+  }
+  for (const nlohmann::json& value : dim.values) {
+    RunRequest next = request;
+    dim.apply(next, value);
+    values.push_back(value);
+    addPlans(dims, d + 1, next, values, slice, global_batch, plans);
+    values.pop_back();
+  }
+}
+
 std::vector<Candidate> enumeratePlans(const AutoDistributeRequest& request, const std::vector<PlanDimension>& dims,
                                       const Topology& slice, int64_t global_batch) {
   std::vector<Candidate> plans;
-  std::vector<size_t> at(dims.size(), 0);
-  const auto done = [&] { return dims.empty() || at[0] == dims[0].values.size(); };
-  while (!done()) {
-    Candidate candidate;
-    candidate.request = request.base;
-    for (size_t d = 0; d < dims.size(); ++d) dims[d].apply(candidate.request, dims[d].values[at[d]]);
-    candidate.request.data_parallel = 0;
-    std::optional<ParallelDegrees> degrees;
-    try {
-      degrees = parallelDegreesOf(candidate.request, slice);
-    } catch (const Error&) {
-      // Not a factorization of the slice: not a plan.
-    }
-    if (degrees) {
-      PlanResult& plan = candidate.result;
-      plan.plan["dp"] = degrees->dp;
-      plan.label = "dp" + std::to_string(degrees->dp);
-      for (size_t d = 0; d < dims.size(); ++d) {
-        const nlohmann::json& value = dims[d].values[at[d]];
-        plan.plan[dims[d].name] = value;
-        plan.label += " " + dims[d].label_prefix + valueText(value);
-      }
-      if (global_batch % degrees->dp == 0) {
-        plan.batch_per_replica = global_batch / degrees->dp;
-        candidate.request.batch = plan.batch_per_replica;
-      } else {
-        plan.status = PlanStatus::kCompileError;
-        plan.reason = "compile: the global batch " + std::to_string(global_batch) + " does not split over dp " +
-                      std::to_string(degrees->dp);
-      }
-      candidate.index = plans.size();
-      plans.push_back(std::move(candidate));
-    }
-    for (size_t d = dims.size(); d-- > 0;) {
-      if (++at[d] < dims[d].values.size() || d == 0) break;
-      at[d] = 0;
-    }
-  }
+  std::vector<nlohmann::json> values;
+  RunRequest base = request.base;
+  base.data_parallel = 0;
+  addPlans(dims, 0, base, values, slice, global_batch, plans);
   return plans;
 }
 
@@ -147,14 +186,83 @@ std::string oneLine(std::string text) {
   return text;
 }
 
-double mxuUtilization(const program::Program& program, const SimResult& sim, const HardwareParams& hw) {
+// Chip 0's MXU FLOPs, `runs` times its Program's, over (seconds x the preset's MXU peak).
+double mxuUtilization(const program::Program& program, uint64_t runs, double seconds, const HardwareParams& hw) {
   uint64_t flops = 0;
   for (const program::Instruction& ins : program.chips(0).instructions()) {
     if (ins.unit() == program::MXU) flops += ins.flops();
   }
   const double peak = peaksSection(hw).at("mxu_flops_per_s").get<double>();
-  const double seconds = static_cast<double>(sim.total_cycles) / sim.clock_hz;
-  return seconds > 0 && peak > 0 ? static_cast<double>(flops) / (seconds * peak) : 0.0;
+  return seconds > 0 && peak > 0 ? static_cast<double>(flops * runs) / (seconds * peak) : 0.0;
+}
+
+// A compiler's error: a combination it refuses (kUnsupported, kInvalidConfig) makes the
+// plan unsupported; any other is a compile error.
+void rejectCompile(PlanResult& plan, const Error& error) {
+  const bool refused = error.kind() == ErrorKind::kUnsupported || error.kind() == ErrorKind::kInvalidConfig;
+  plan.status = refused ? PlanStatus::kUnsupported : PlanStatus::kCompileError;
+  plan.reason = (refused ? "unsupported: " : "compile: ") + oneLine(error.what());
+}
+
+std::string doesNotFit(uint64_t peak, uint64_t limit) {
+  return "does not fit: " + plan_text::bytes(peak) + " > " + plan_text::bytes(limit);
+}
+
+// The stage with the largest of `peaks` (the first on ties).
+size_t largest(const std::vector<uint64_t>& peaks) {
+  return static_cast<size_t>(std::max_element(peaks.begin(), peaks.end()) - peaks.begin());
+}
+
+// A pipeline plan: its stages compiled on unbounded HBM; rejected without simulating if a
+// stage's one-micro-batch plan is above the limit; simulated and scheduled; then held to
+// the limit with each stage's micro-batches in flight.
+void evaluatePipeline(Candidate& candidate, const PlanEvaluator& evaluator, const HardwareParams& hw,
+                      const HardwareParams& unbounded, uint64_t limit_bytes) {
+  PlanResult& plan = candidate.result;
+  CompiledPipeline compiled;
+  try {
+    compiled = evaluator.compile_pipeline(candidate.request, unbounded);
+  } catch (const Error& error) {
+    rejectCompile(plan, error);
+    return;
+  }
+  std::vector<uint64_t> one_micro_batch;
+  for (const program::Program& stage : compiled.stages) one_micro_batch.push_back(stage.chips(0).memory().peak_bytes());
+  const size_t first = largest(one_micro_batch);
+  plan.hbm_peak_bytes = one_micro_batch[first];
+  if (*plan.hbm_peak_bytes > limit_bytes) {
+    plan.status = PlanStatus::kDoesNotFit;
+    plan.reason =
+        doesNotFit(*plan.hbm_peak_bytes, limit_bytes) + " (stage " + std::to_string(first) + ", one micro-batch)";
+    return;
+  }
+  RunOutcome outcome;
+  try {
+    outcome = evaluator.simulate_pipeline(std::move(compiled), hw);
+  } catch (const Error& error) {
+    plan.status = PlanStatus::kSimulateError;
+    plan.reason = "simulate: " + oneLine(error.what());
+    return;
+  }
+  const nlohmann::ordered_json& section = outcome.report.at("pipeline");
+  std::vector<uint64_t> peaks;
+  for (const auto& stage : section.at("per_stage")) peaks.push_back(stage.at("hbm_peak_bytes").get<uint64_t>());
+  const size_t worst = largest(peaks);
+  plan.hbm_peak_bytes = peaks[worst];
+  if (*plan.hbm_peak_bytes > limit_bytes) {
+    const auto in_flight = section.at("per_stage")[worst].at("peak_micro_batches_in_flight").get<uint64_t>();
+    plan.status = PlanStatus::kDoesNotFit;
+    plan.reason = doesNotFit(*plan.hbm_peak_bytes, limit_bytes) + " (stage " + std::to_string(worst) + " with " +
+                  std::to_string(in_flight) + " micro-batches in flight)";
+    return;
+  }
+  plan.step_cycles = section.at("step_cycles").get<uint64_t>();
+  plan.step_time_s = section.at("step_time_s").get<double>();
+  plan.pipeline_bubble = section.at("bubble").get<double>();
+  // Chip 0 runs stage 0's one-micro-batch Program once per micro-batch.
+  plan.mxu_utilization =
+      mxuUtilization(outcome.program, static_cast<uint64_t>(candidate.request.micro_batches), plan.step_time_s, hw);
+  plan.status = PlanStatus::kSlower;  // until ranked
 }
 
 // Compiles the plan, checks its peak against the limit, and simulates it if it fits.
@@ -162,25 +270,28 @@ void evaluate(Candidate& candidate, const PlanEvaluator& evaluator, const Hardwa
               const HardwareParams& unbounded, uint64_t limit_bytes) {
   PlanResult& plan = candidate.result;
   if (!plan.reason.empty()) return;  // rejected while enumerating
+  if (candidate.request.pipeline_parallel > 1) {
+    evaluatePipeline(candidate, evaluator, hw, unbounded, limit_bytes);
+    return;
+  }
   program::Program program;
   try {
     program = evaluator.compile(candidate.request, unbounded);
   } catch (const Error& error) {
-    plan.status = PlanStatus::kCompileError;
-    plan.reason = "compile: " + oneLine(error.what());
+    rejectCompile(plan, error);
     return;
   }
   plan.hbm_peak_bytes = program.chips(0).memory().peak_bytes();
   if (*plan.hbm_peak_bytes > limit_bytes) {
     plan.status = PlanStatus::kDoesNotFit;
-    plan.reason = "does not fit: " + bytesText(*plan.hbm_peak_bytes) + " > " + bytesText(limit_bytes);
+    plan.reason = doesNotFit(*plan.hbm_peak_bytes, limit_bytes);
     return;
   }
   try {
     const SimResult sim = evaluator.simulate(program, hw);
     plan.step_cycles = sim.total_cycles;
     plan.step_time_s = static_cast<double>(sim.total_cycles) / sim.clock_hz;
-    plan.mxu_utilization = mxuUtilization(program, sim, hw);
+    plan.mxu_utilization = mxuUtilization(program, 1, plan.step_time_s, hw);
     plan.status = PlanStatus::kSlower;  // until ranked
   } catch (const Error& error) {
     plan.status = PlanStatus::kSimulateError;
@@ -210,13 +321,15 @@ std::vector<PlanResult> rank(std::vector<Candidate> candidates) {
       continue;
     }
     const double ratio = static_cast<double>(*plan.step_cycles) / static_cast<double>(*best.step_cycles);
-    char text[160];
+    const std::string bubble = plan.pipeline_bubble ? ", " + plan_text::bubble(*plan.pipeline_bubble) : "";
+    char text[200];
     if (*plan.step_cycles == *best.step_cycles) {
-      std::snprintf(text, sizeof(text), "slower: ties the best (%s), after it in search order",
-                    timeText(plan.step_time_s).c_str());
+      std::snprintf(text, sizeof(text), "slower: ties the best (%s%s), after it in search order",
+                    plan_text::time(plan.step_time_s).c_str(), bubble.c_str());
     } else {
-      std::snprintf(text, sizeof(text), "slower: %.2fx the best (%s vs %s)", ratio, timeText(plan.step_time_s).c_str(),
-                    timeText(best.step_time_s).c_str());
+      std::snprintf(text, sizeof(text), "slower: %.2fx the best (%s vs %s%s)", ratio,
+                    plan_text::time(plan.step_time_s).c_str(), plan_text::time(best.step_time_s).c_str(),
+                    bubble.c_str());
     }
     plan.reason = text;
   }
@@ -230,6 +343,7 @@ const char* planStatusName(PlanStatus status) {
     case PlanStatus::kBest: return "best";
     case PlanStatus::kSlower: return "slower";
     case PlanStatus::kDoesNotFit: return "does_not_fit";
+    case PlanStatus::kUnsupported: return "unsupported";
     case PlanStatus::kCompileError: return "compile_error";
     case PlanStatus::kSimulateError: return "simulate_error";
   }
@@ -243,15 +357,40 @@ const PlanResult* AutoDistributeResult::best() const {
 std::vector<PlanDimension> planDimensions(const AutoDistributeRequest& request, int64_t chips) {
   std::vector<PlanDimension> dims;
   PlanDimension tp{
-      "tp", "tp", {}, [](RunRequest& r, const nlohmann::json& v) { r.tensor_parallel = v.get<int64_t>(); }};
+      "tp", "tp", {}, [](RunRequest& r, const nlohmann::json& v) { r.tensor_parallel = v.get<int64_t>(); }, nullptr};
   for (int64_t d : divisorsOf(chips)) tp.values.push_back(d);
   dims.push_back(std::move(tp));
+  PlanDimension pp{
+      "pp", "pp", {}, [](RunRequest& r, const nlohmann::json& v) { r.pipeline_parallel = v.get<int64_t>(); }, nullptr};
+  if (request.pp_degrees) {
+    for (int64_t d : *request.pp_degrees) pp.values.push_back(d);
+  } else {
+    for (int64_t d : divisorsOf(chips)) {
+      if (d <= kMaxDefaultPipelineDegree) pp.values.push_back(d);
+    }
+  }
+  dims.push_back(std::move(pp));
+  const auto pipelined = [](const RunRequest& r) { return r.pipeline_parallel > 1; };
+  PlanDimension micro{"micro_batches",
+                      "mb",
+                      {},
+                      [](RunRequest& r, const nlohmann::json& v) { r.micro_batches = v.get<int64_t>(); },
+                      pipelined};
+  for (int64_t m : request.micro_batches) micro.values.push_back(m);
+  dims.push_back(std::move(micro));
+  PlanDimension schedule{"pipeline_schedule",
+                         "",
+                         {},
+                         [](RunRequest& r, const nlohmann::json& v) { r.pipeline_schedule = v.get<std::string>(); },
+                         pipelined};
+  for (const std::string& name : request.pipeline_schedules) schedule.values.push_back(name);
+  dims.push_back(std::move(schedule));
   PlanDimension remat{
-      "remat", "remat=", {}, [](RunRequest& r, const nlohmann::json& v) { r.remat = v.get<std::string>(); }};
+      "remat", "remat=", {}, [](RunRequest& r, const nlohmann::json& v) { r.remat = v.get<std::string>(); }, nullptr};
   for (const std::string& name : request.remats) remat.values.push_back(name);
   dims.push_back(std::move(remat));
   PlanDimension precision{
-      "precision", "", {}, [](RunRequest& r, const nlohmann::json& v) { r.precision = v.get<std::string>(); }};
+      "precision", "", {}, [](RunRequest& r, const nlohmann::json& v) { r.precision = v.get<std::string>(); }, nullptr};
   for (const std::string& name : request.precisions) precision.values.push_back(name);
   dims.push_back(std::move(precision));
   return dims;
@@ -259,7 +398,12 @@ std::vector<PlanDimension> planDimensions(const AutoDistributeRequest& request, 
 
 PlanEvaluator simulatingEvaluator() {
   return {[](const RunRequest& request, const HardwareParams& hw) { return compileRequest(request, hw); },
-          [](const program::Program& program, const HardwareParams& hw) { return simulate(program, hw); }};
+          [](const program::Program& program, const HardwareParams& hw) { return simulate(program, hw); },
+          [](const RunRequest& request, const HardwareParams& hw) { return compilePipeline(request, hw); },
+          [](CompiledPipeline pipeline, const HardwareParams& hw) {
+            pipeline.request.instruction_timeline = false;
+            return simulatePipeline(std::move(pipeline), hw);
+          }};
 }
 
 AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const PlanEvaluator& evaluator,
@@ -287,10 +431,18 @@ AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const 
   HardwareParams unbounded = hw;
   unbounded.set("hbm.capacity_gib", kUnboundedCapacityGib);
 
+  checkPipelineDegrees(request, *slice);
   const std::vector<PlanDimension> dims = planDimensions(request, result.chips);
   result.dimensions.push_back("dp");
   for (const PlanDimension& dim : dims) result.dimensions.push_back(dim.name);
   std::vector<Candidate> candidates = enumeratePlans(request, dims, *slice, result.global_batch);
+  if (static_cast<int64_t>(candidates.size()) > request.max_plans) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "the search has " + withCommas(candidates.size()) + " plans, more than --max-plans " +
+                    std::to_string(request.max_plans) +
+                    ": narrow it with --pp-degrees, --micro-batches, --pipeline-schedules or --precisions, or raise "
+                    "--max-plans");
+  }
   for (Candidate& candidate : candidates) {
     evaluate(candidate, evaluator, hw, unbounded, result.memory_limit_bytes);
     if (progress) progress(candidate.result, candidate.index, candidates.size());
@@ -313,104 +465,6 @@ AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const 
   }
   result.plans = rank(std::move(candidates));
   return result;
-}
-
-nlohmann::ordered_json autoDistributeJson(const AutoDistributeResult& result) {
-  nlohmann::ordered_json json;
-  json["kind"] = "tpusim.autodistribute";
-  json["model"] = result.model;
-  json["hw"] = result.hw;
-  json["topology"] = result.topology;
-  json["chips"] = result.chips;
-  json["global_batch"] = result.global_batch;
-  json["memory_limit_bytes"] = result.memory_limit_bytes;
-  json["hbm_capacity_bytes"] = result.hbm_capacity_bytes;
-  json["dimensions"] = result.dimensions;
-  json["best"] = result.best() ? nlohmann::ordered_json(result.best()->label) : nlohmann::ordered_json();
-  nlohmann::ordered_json plans = nlohmann::ordered_json::array();
-  for (const PlanResult& plan : result.plans) {
-    nlohmann::ordered_json entry;
-    entry["rank"] = plan.rank;
-    entry["label"] = plan.label;
-    entry["plan"] = plan.plan;
-    entry["batch_per_replica"] = plan.batch_per_replica;
-    entry["status"] = planStatusName(plan.status);
-    entry["reason"] = plan.reason;
-    const bool ran = plan.rank > 0;
-    entry["step_cycles"] = ran ? nlohmann::ordered_json(*plan.step_cycles) : nlohmann::ordered_json();
-    entry["step_time_s"] = ran ? nlohmann::ordered_json(plan.step_time_s) : nlohmann::ordered_json();
-    entry["slowdown"] = ran ? nlohmann::ordered_json(static_cast<double>(*plan.step_cycles) /
-                                                     static_cast<double>(*result.best()->step_cycles))
-                            : nlohmann::ordered_json();
-    entry["mxu_utilization"] = ran ? nlohmann::ordered_json(plan.mxu_utilization) : nlohmann::ordered_json();
-    entry["hbm_peak_bytes"] =
-        plan.hbm_peak_bytes ? nlohmann::ordered_json(*plan.hbm_peak_bytes) : nlohmann::ordered_json();
-    plans.push_back(std::move(entry));
-  }
-  json["plans"] = std::move(plans);
-  return json;
-}
-
-std::string autoDistributeCsv(const AutoDistributeResult& result) {
-  std::ostringstream out;
-  out << "rank,label";
-  for (const std::string& name : result.dimensions) out << "," << name;
-  out << ",batch_per_replica,status,step_cycles,step_time_s,mxu_utilization,hbm_peak_bytes,reason\n";
-  for (const PlanResult& plan : result.plans) {
-    out << plan.rank << "," << plan.label;
-    for (const std::string& name : result.dimensions) out << "," << valueText(plan.plan.at(name));
-    out << "," << plan.batch_per_replica << "," << planStatusName(plan.status) << ",";
-    if (plan.rank > 0) {
-      char figures[96];
-      std::snprintf(figures, sizeof(figures), "%llu,%.9g,%.6f", static_cast<unsigned long long>(*plan.step_cycles),
-                    plan.step_time_s, plan.mxu_utilization);
-      out << figures;
-    } else {
-      out << ",,";
-    }
-    out << "," << (plan.hbm_peak_bytes ? std::to_string(*plan.hbm_peak_bytes) : "");
-    out << ",\"";
-    for (char c : plan.reason) out << (c == '"' ? "\"\"" : std::string(1, c));
-    out << "\"\n";
-  }
-  return out.str();
-}
-
-std::string writeAutoDistributeFiles(const AutoDistributeResult& result, const std::string& dir) {
-  const std::filesystem::path out(dir);
-  std::error_code ec;
-  std::filesystem::create_directories(out, ec);
-  if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + dir + "': " + ec.message());
-  const std::string json_path = (out / "autodistribute.json").string();
-  writeReport(autoDistributeJson(result), json_path);
-  std::ofstream csv(out / "autodistribute.csv", std::ios::trunc);
-  csv << autoDistributeCsv(result);
-  if (!csv) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + (out / "autodistribute.csv").string() + "'");
-  return json_path;
-}
-
-std::string autoDistributeTable(const AutoDistributeResult& result) {
-  std::ostringstream out;
-  size_t width = 4;
-  for (const PlanResult& plan : result.plans) width = std::max(width, plan.label.size());
-  char line[512];
-  out << result.model << " on " << result.topology << " (" << result.chips << " chips, " << result.hw
-      << "), global batch " << result.global_batch << ", limit " << bytesText(result.memory_limit_bytes)
-      << " of HBM per chip\n";
-  std::snprintf(line, sizeof(line), "%-4s  %-*s  %14s  %10s  %8s  %10s  %s\n", "rank", static_cast<int>(width), "plan",
-                "step cycles", "step time", "MXU util", "HBM peak", "verdict");
-  out << line;
-  for (const PlanResult& plan : result.plans) {
-    const bool ran = plan.rank > 0;
-    char utilization[32];
-    std::snprintf(utilization, sizeof(utilization), "%.1f%%", 100.0 * plan.mxu_utilization);
-    std::snprintf(line, sizeof(line), "%-4s  %-*s  %14s  %10s  %8s  %10s  ",
-                  ran ? std::to_string(plan.rank).c_str() : "-", static_cast<int>(width), plan.label.c_str(),
-                  ran ? withCommas(*plan.step_cycles).c_str() : "-", ran ? timeText(plan.step_time_s).c_str() : "-",
-                  ran ? utilization : "-", plan.hbm_peak_bytes ? bytesText(*plan.hbm_peak_bytes).c_str() : "-");
-    out << line << (plan.status == PlanStatus::kBest ? "best" : plan.reason) << "\n";
-  }
-  return out.str();
 }
 
 }  // namespace tpusim

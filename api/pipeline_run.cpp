@@ -177,16 +177,16 @@ struct StageRun {
 
 }  // namespace
 
-RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
+CompiledPipeline compilePipeline(const RunRequest& request, const HardwareParams& hw) {
   checkPipelineRequest(request);
   const std::optional<Topology> slice = sliceOf(request, hw);
   const ParallelDegrees degrees = parallelDegreesOf(request, slice);
-  const PipelineSchedule schedule = pipelineScheduleFromName(request.pipeline_schedule);
-  const auto micro_batches = static_cast<uint32_t>(request.micro_batches);
+  pipelineScheduleFromName(request.pipeline_schedule);
   const int64_t batch = request.batch.value_or(kDefaultBatch);
   if (batch % request.micro_batches != 0) {
     throw Error(ErrorKind::kInvalidConfig, "batch " + std::to_string(batch) + " does not divide into " +
-                                               std::to_string(micro_batches) + " micro-batches (--micro-batches)");
+                                               std::to_string(request.micro_batches) +
+                                               " micro-batches (--micro-batches)");
   }
   if (request.all_reduce_bucket_mib < 0 || !std::isfinite(request.all_reduce_bucket_mib)) {
     throw Error(ErrorKind::kInvalidConfig, "--all-reduce-bucket-mib must be >= 0");
@@ -197,16 +197,15 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   micro.pipeline_parallel = 1;
   const ModelGraph built = buildModelGraph(micro);
   const std::string name = std::filesystem::path(request.model_path).filename().string();
-  const PipelineStages cut = splitPipelineStages(built.graph, degrees.pp, name);
-  const Topology block = stageBlock(*slice, degrees.pp);
-  const int64_t block_chips = block.numChips();
-
-  std::vector<StageRun> runs;
+  CompiledPipeline pipeline{request, degrees, slice, stageBlock(*slice, degrees.pp),
+                            splitPipelineStages(built.graph, degrees.pp, name), {}};
+  pipeline.request.batch = batch;
+  const PipelineStages& cut = pipeline.cut;
   for (size_t s = 0; s < cut.stages.size(); ++s) {
     LowerOptions lower{name, built.mode, static_cast<uint64_t>(*micro.batch)};
     lower.matmul_precision = request.matmul_precision;
     lower.tiling_objective = request.tiling_objective;
-    if (block_chips > 1) lower.topology = block;
+    if (pipeline.block->numChips() > 1) lower.topology = *pipeline.block;
     lower.tensor_parallel = degrees.tp;
     lower.all_reduce_bucket_bytes = static_cast<uint64_t>(std::ceil(request.all_reduce_bucket_mib * 1024 * 1024));
     Compiled compiled = compileGraph(cut.stages[s].graph, hw, lower);
@@ -215,6 +214,22 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
     program.set_pipeline_stage(static_cast<uint32_t>(s));
     program.set_pipeline_stages(static_cast<uint32_t>(degrees.pp));
     addTransferRecords(program, static_cast<uint32_t>(s), cut.transfers);
+    pipeline.stages.push_back(std::move(program));
+  }
+  return pipeline;
+}
+
+RunOutcome simulatePipeline(CompiledPipeline pipeline, const HardwareParams& hw) {
+  const RunRequest& request = pipeline.request;
+  const ParallelDegrees& degrees = pipeline.degrees;
+  const PipelineStages& cut = pipeline.cut;
+  const Topology& slice = *pipeline.slice;
+  const int64_t block_chips = pipeline.block->numChips();
+  const PipelineSchedule schedule = pipelineScheduleFromName(request.pipeline_schedule);
+  const auto micro_batches = static_cast<uint32_t>(request.micro_batches);
+  const int64_t batch = *request.batch;
+  std::vector<StageRun> runs;
+  for (program::Program& program : pipeline.stages) {
     SimResult result = simulate(program, hw);
     const StageTimes times = stageTimes(program.chips(0), result);
     runs.push_back({std::move(program), std::move(result), times});
@@ -241,8 +256,8 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   for (size_t s = 0; s + 1 < runs.size(); ++s) {
     Boundary& b = boundaries[s];
     const auto up = static_cast<uint32_t>(s);
-    b.forward_ps = boundaryPs(hw, *slice, block_chips, up, up + 1, b.activation_bytes);
-    b.backward_ps = boundaryPs(hw, *slice, block_chips, up + 1, up, b.gradient_bytes);
+    b.forward_ps = boundaryPs(hw, slice, block_chips, up, up + 1, b.activation_bytes);
+    b.backward_ps = boundaryPs(hw, slice, block_chips, up + 1, up, b.gradient_bytes);
     // The schedule charges one time per boundary: the slower direction.
     plan.send_ps.push_back(std::max(b.forward_ps, b.backward_ps));
   }
@@ -253,7 +268,7 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   // update after its check waits for the slowest check and the all-reduce of the partial sums.
   std::vector<uint64_t> last_end(runs.size(), 0);
   for (const PipelineTask& task : outcome.tasks) last_end[task.stage] = std::max(last_end[task.stage], task.end_ps);
-  const uint64_t flags_ps = cut.loss_scaling ? partialSumAllReducePs(hw, *slice, block_chips, degrees.pp) : 0;
+  const uint64_t flags_ps = cut.loss_scaling ? partialSumAllReducePs(hw, slice, block_chips, degrees.pp) : 0;
   uint64_t step_ps = 0, checked_ps = 0, after_ps = 0;
   for (size_t s = 0; s < runs.size(); ++s) {
     const StageTimes& t = runs[s].times;
@@ -265,19 +280,11 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
 
   // Memory: the one-micro-batch plan holds one micro-batch's activations; the others in
   // flight add theirs.
-  const auto capacity = static_cast<uint64_t>(hw.config().hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0);
   std::vector<uint64_t> hbm_peak(runs.size());
   for (size_t s = 0; s < runs.size(); ++s) {
     const uint32_t in_flight = outcome.stages[s].peak_in_flight;
-    const uint64_t plan_bytes = runs[s].program.chips(0).memory().peak_bytes();
-    hbm_peak[s] = plan_bytes + (in_flight > 1 ? in_flight - 1 : 0) * cut.stages[s].activation_bytes;
-    if (hbm_peak[s] > capacity) {
-      throw Error(ErrorKind::kResource,
-                  "pipeline stage " + std::to_string(s) + " needs " + std::to_string(hbm_peak[s]) + " bytes of HBM (" +
-                      std::to_string(plan_bytes) + " for one micro-batch + " + std::to_string(in_flight - 1) +
-                      " more in flight x " + std::to_string(cut.stages[s].activation_bytes) + " activation bytes) but " +
-                      hw.name() + " has " + std::to_string(capacity));
-    }
+    hbm_peak[s] = runs[s].program.chips(0).memory().peak_bytes() +
+                  (in_flight > 1 ? in_flight - 1 : 0) * cut.stages[s].activation_bytes;
   }
 
   RunOutcome out;
@@ -288,10 +295,10 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
   section["schedule"] = pipelineScheduleName(schedule);
   section["stages"] = degrees.pp;
   section["micro_batches"] = micro_batches;
-  section["micro_batch_size"] = *micro.batch;
+  section["micro_batch_size"] = batch / request.micro_batches;
   section["batch_per_replica"] = batch;
   section["layers"] = static_cast<uint64_t>(cut.stages.size() * cut.stages[0].layers.size());
-  section["stage_block"] = block.shapeString();
+  section["stage_block"] = pipeline.block->shapeString();
   section["step_cycles"] = toCycles(step_ps);
   section["step_time_s"] = static_cast<double>(step_ps) * 1e-12;
   section["schedule_cycles"] = toCycles(outcome.step_ps);
@@ -348,6 +355,24 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
     out.report["mfu"] = mfu;
   }
   out.program = std::move(runs[0].program);
+  return out;
+}
+
+RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
+  RunOutcome out = simulatePipeline(compilePipeline(request, hw), hw);
+  const auto capacity = static_cast<uint64_t>(hw.config().hbm().capacity_gib() * 1024.0 * 1024.0 * 1024.0);
+  for (const nlohmann::ordered_json& stage : out.report.at("pipeline").at("per_stage")) {
+    const auto peak = stage.at("hbm_peak_bytes").get<uint64_t>();
+    if (peak <= capacity) continue;
+    const auto in_flight = stage.at("peak_micro_batches_in_flight").get<uint64_t>();
+    const auto activation = stage.at("activation_bytes").get<uint64_t>();
+    const uint64_t more = in_flight > 1 ? in_flight - 1 : 0;
+    throw Error(ErrorKind::kResource, "pipeline stage " + stage.at("stage").dump() + " needs " + std::to_string(peak) +
+                                          " bytes of HBM (" + std::to_string(peak - more * activation) +
+                                          " for one micro-batch + " + std::to_string(more) + " more in flight x " +
+                                          std::to_string(activation) + " activation bytes) but " + hw.name() +
+                                          " has " + std::to_string(capacity));
+  }
   return out;
 }
 

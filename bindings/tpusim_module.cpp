@@ -209,9 +209,12 @@ py::object referenceReport(const std::string& path, std::optional<std::string> o
 // files written to `out` when given). `progress` is called with each plan's dict as it is done.
 py::object autodistribute(const std::string& path, const std::string& topology, const std::string& hw,
                           std::optional<int64_t> batch, std::optional<double> memory_limit_gib,
-                          std::optional<std::vector<std::string>> precisions, std::optional<py::dict> overrides,
-                          std::optional<std::string> out, std::optional<py::object> progress,
-                          const py::kwargs& training) {
+                          std::optional<std::vector<std::string>> precisions,
+                          std::optional<std::vector<int64_t>> pp_degrees,
+                          std::optional<std::vector<int64_t>> micro_batches,
+                          std::optional<std::vector<std::string>> pipeline_schedules, int64_t max_plans,
+                          std::optional<py::dict> overrides, std::optional<std::string> out,
+                          std::optional<py::object> progress, const py::kwargs& training) {
   tpusim::AutoDistributeRequest request;
   request.base = modelRequest(path, hw, std::nullopt, batch, overrides, training);
   if (!request.base.topology.empty()) {
@@ -220,6 +223,10 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
   request.base.topology = topology;
   request.memory_limit_gib = memory_limit_gib;
   if (precisions) request.precisions = *precisions;
+  request.pp_degrees = pp_degrees;
+  if (micro_batches) request.micro_batches = *micro_batches;
+  if (pipeline_schedules) request.pipeline_schedules = *pipeline_schedules;
+  request.max_plans = max_plans;
   tpusim::PlanProgress report_progress;
   if (progress && !progress->is_none()) {
     report_progress = [&progress](const tpusim::PlanResult& plan, size_t index, size_t total) {
@@ -378,11 +385,16 @@ PYBIND11_MODULE(_core, m) {
       "dict.");
   m.def("autodistribute", &autodistribute, py::arg("path"), py::arg("topology"), py::arg("hw") = "tpuv4",
         py::arg("batch") = py::none(), py::arg("memory_limit_gib") = py::none(), py::arg("precisions") = py::none(),
+        py::arg("pp_degrees") = py::none(), py::arg("micro_batches") = py::none(),
+        py::arg("pipeline_schedules") = py::none(), py::arg("max_plans") = tpusim::AutoDistributeRequest{}.max_plans,
         py::arg("overrides") = py::none(), py::arg("out") = py::none(), py::arg("progress") = py::none(),
-        "Search the data/tensor-parallel degrees, remat and precision of a training step on the slice `topology` "
-        "by simulation, as tpusim autodistribute; returns the ranked plans of autodistribute.json (written with "
-        "its CSV to directory `out` when given). batch is the global batch; progress(label, index, total) is "
-        "called after each plan. Takes run()'s training keyword arguments (not remat or precision).");
+        "Search the data/tensor/pipeline-parallel degrees, micro-batches, remat and precision of a training step on "
+        "the slice `topology` by simulation, as tpusim autodistribute; returns the ranked plans of "
+        "autodistribute.json (written with its CSV to directory `out` when given). batch is the global batch; "
+        "pp_degrees (default the chips' divisors up to 8), micro_batches (default 2, 4, 8) and pipeline_schedules "
+        "(default 1f1b) the pipeline values searched; a space of more than max_plans plans is an error; "
+        "progress(label, index, total) is called after each plan. Takes run()'s training keyword arguments (not "
+        "remat, precision, micro_batches or pipeline_schedule).");
   m.def("utilization_timeline", &utilizationTimeline, py::arg("report"),
         "Utilization over time per execution unit of a run's report: window_cycles, start_cycle (numpy array of "
         "each window's first cycle) and units (name to a numpy array of its utilization per window).");

@@ -60,13 +60,18 @@ def autodistribute(
     batch: Optional[int] = None,
     memory_limit_gib: Optional[float] = None,
     precisions: Optional[Sequence[str]] = None,
+    pp_degrees: Optional[Sequence[int]] = None,
+    micro_batches: Optional[Sequence[int]] = None,
+    pipeline_schedules: Optional[Sequence[str]] = None,
+    max_plans: int = 512,
     overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
     out: Optional[str] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
     **training: Any,
 ) -> List[Dict[str, Any]]:
-    """Search dp/tp degrees, remat and precision on `topology` by simulation (tpusim autodistribute); returns the
-    ranked plans of autodistribute.json, written with its CSV to `out` if given. batch: the global batch."""
+    """Search dp/tp/pp degrees, micro-batches, remat and precision on `topology` by simulation (tpusim
+    autodistribute); returns the ranked plans of autodistribute.json, written with its CSV to `out` if given.
+    batch: the global batch; a space of more than max_plans plans is an error before any plan runs."""
 
 def utilization_timeline(report: Mapping[str, Any]) -> Dict[str, Any]:
     """window_cycles, start_cycle (numpy array) and units (name to numpy array of utilization per window)."""

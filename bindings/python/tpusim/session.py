@@ -97,18 +97,30 @@ def reference_report(model, out=None, backend="cpu", numerics="reference", threa
                                       overrides=overrides, **options)
 
 
-def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=None, precisions=None, overrides=None,
-                   out=None, progress=None, **options):
-    """Searches the dp/tp degrees, remat and precision of `model`'s training step on the slice `topology` by
-    simulation (tpusim autodistribute) and returns the ranked plans, best first, as a list of dicts.
+def _listed(values, kind):
+    """None, one value or a sequence of them, as autodistribute's lists."""
+    if values is None:
+        return None
+    return [values] if isinstance(values, kind) else list(values)
+
+
+def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=None, precisions=None, pp_degrees=None,
+                   micro_batches=None, pipeline_schedules=None, max_plans=512, overrides=None, out=None,
+                   progress=None, **options):
+    """Searches the dp/tp/pp degrees, micro-batches, remat and precision of `model`'s training step on the slice
+    `topology` by simulation (tpusim autodistribute) and returns the ranked plans, best first, as a list of dicts.
 
     The search chooses the degrees and precision itself, so neither an enclosing strategy scope nor the global
     precision policy applies. batch is the global batch (default 32 x chips); memory_limit_gib the HBM per chip
-    a plan may use (default the preset's); precisions the policies to search (default all three);
-    progress(label, index, total) is called after each plan.
+    a plan may use (default the preset's); precisions the policies to search (default all three); pp_degrees the
+    pipeline degrees (default every divisor of the chips up to 8), micro_batches (default 2, 4, 8) and
+    pipeline_schedules (default "1f1b") those of the plans with a pipeline; a space of more than max_plans plans
+    is an error before any runs; progress(label, index, total) is called after each plan.
     """
     with ModelFile(model, "training", options) as file:
         return _core.autodistribute(file.path, topology, hw=hw, batch=batch, memory_limit_gib=memory_limit_gib,
-                                    precisions=None if precisions is None else [precisions] if isinstance(precisions, str) else list(precisions),
+                                    precisions=_listed(precisions, str), pp_degrees=_listed(pp_degrees, int),
+                                    micro_batches=_listed(micro_batches, int),
+                                    pipeline_schedules=_listed(pipeline_schedules, str), max_plans=max_plans,
                                     overrides=dict(overrides) if overrides else None, out=out, progress=progress,
                                     **options)
