@@ -63,8 +63,33 @@ class Propagation {
   void set(int t, int a) {
     checkDivisible(t, a);
     m_axis[static_cast<size_t>(t)] = a;
+    if (a == kUndecided) return;
     auto source = m_cast_of.find(t);  // a parameter's cast is decided with it
     if (source != m_cast_of.end() && axis(source->second) == kUndecided) set(source->second, a);
+    auto group = m_group_of.find(t);
+    if (group == m_group_of.end()) return;
+    for (const int member : m_groups[group->second]) {
+      if (axis(member) == kUndecided) set(member, a);
+    }
+  }
+  // Ties undecided tensors of one shape, so that the first decision of any is theirs all.
+  void tie(const std::vector<int>& tensors) {
+    const size_t into = m_groups.size();
+    m_groups.emplace_back();
+    for (const int t : tensors) {
+      auto old = m_group_of.find(t);
+      if (old == m_group_of.end()) {
+        m_group_of[t] = into;
+        m_groups[into].push_back(t);
+        continue;
+      }
+      if (old->second == into) continue;
+      const std::vector<int> members = std::move(m_groups[old->second]);
+      for (const int member : members) {
+        m_group_of[member] = into;
+        m_groups[into].push_back(member);
+      }
+    }
   }
   // Decides an undecided operand; refuses a decided one split otherwise.
   void require(int t, int a) {
@@ -89,7 +114,38 @@ class Propagation {
     return i;
   }
 
+  // An elementwise op none of whose output-shaped operands is decided, the others scalars
+  // (an optimizer's state update from a GatherGrad's gradient, before the weight's own
+  // update reads them beside the split weight): its output and those operands are tied
+  // undecided, so the weight's update decides the gradient and the states together.
+  bool deferred(const ir::Op& op) {
+    const Shape& out = shape(op.outputs[0]);
+    std::vector<int> tied;
+    for (const int in : op.inputs) {
+      if (shape(in) == out) {
+        if (axis(in) != kUndecided) return false;
+        tied.push_back(in);
+      } else if (ir::elementCount(shape(in)) != 1) {
+        return false;
+      }
+    }
+    if (tied.empty()) return false;
+    for (const int o : op.outputs) {
+      if (shape(o) != out) return false;
+    }
+    for (const int in : op.inputs) {
+      if (shape(in) != out && axis(in) == kUndecided) set(in, kWholeTensor);
+    }
+    for (const int o : op.outputs) {
+      m_axis[static_cast<size_t>(o)] = kUndecided;
+      tied.push_back(o);
+    }
+    tie(tied);
+    return true;
+  }
+
   void elementwise(const ir::Op& op) {
+    if (deferred(op)) return;
     const Shape& out = shape(op.outputs[0]);
     int o = kWholeTensor;
     for (const int in : op.inputs) {
@@ -315,6 +371,8 @@ class Propagation {
   std::vector<int> m_axis;
   std::vector<size_t> m_partial;
   std::map<int, int> m_cast_of;  // an undecided parameter's cast -> the parameter
+  std::map<int, size_t> m_group_of;         // a tied undecided tensor -> its group in m_groups
+  std::vector<std::vector<int>> m_groups;   // tensors decided together (tie)
   const ir::Op* m_op = nullptr;
 };
 

@@ -22,7 +22,10 @@
 //     laid out chip by chip).
 //   - Gather from a table split along the gathered axis (a vocabulary-parallel
 //     embedding) is a partial sum, all-reduced after it; GatherGrad of whole operands
-//     leaves its output to its first reader (split like the table it differentiates).
+//     leaves its output to the first reader that decides it (split like the table it
+//     differentiates). An elementwise op whose output-shaped operands are all undecided
+//     (an optimizer state's update from that gradient) ties them and its output, decided
+//     together by their next reader (the table's own update).
 //   - SoftmaxCrossEntropy of logits split along the classes (a vocabulary-parallel LM
 //     head) is a partial loss, all-reduced after it; its gradient is split like them.
 //   - Any other op (convolution, pooling, other losses) takes whole operands only.

@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HIDDEN, SEQ = 64, 16
 
@@ -19,9 +21,9 @@ def gpt(tmp_path, vocab, *flags):
     return path
 
 
-def ir_after_split(tpusim_bin, model, tmp_path, tp=4):
+def ir_after_split(tpusim_bin, model, tmp_path, tp=4, *flags):
     result = subprocess.run([tpusim_bin, "compile", str(model), "--batch", "2", "--topology", f"{tp}x1x1", "--tp",
-                             str(tp), "-o", str(tmp_path / "m.tpuprog"), "--print-ir-after", "tensor_parallel"],
+                             str(tp), "-o", str(tmp_path / "m.tpuprog"), "--print-ir-after", "tensor_parallel", *flags],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     return result.stderr
@@ -45,6 +47,19 @@ def test_the_token_embedding_and_an_untied_head_split_by_vocabulary(tpusim_bin, 
     assert "loss:loss" in reduced  # each chip's classes' share of the loss
     assert "h1/lm_head.grad_a:out" in reduced  # the head's input gradient, a partial sum
     assert not any(name.startswith("h0/wpe") for name in reduced)
+
+
+@pytest.mark.parametrize("optimizer,states", [("momentum", ["velocity"]), ("adam", ["m", "v"]), ("adagrad", ["h"])])
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_the_embeddings_optimizer_states_split_with_it(tpusim_bin, tmp_path, optimizer, states, precision):
+    # The table's gradient (a GatherGrad) is first read by the states' updates, which are
+    # decided with the table's own update.
+    ir = ir_after_split(tpusim_bin, gpt(tmp_path, 512, "--untied-head"), tmp_path, 4, "--optimizer", optimizer,
+                        "--precision", precision)
+    assert shape_of(ir, "wte.weight") == f"128,{HIDDEN}"
+    for state in states:
+        assert shape_of(ir, f"wte.weight.{state}") == f"128,{HIDDEN}"
+    assert "h0/wte:out" in all_reduced(ir)
 
 
 def test_a_tied_head_splits_with_the_embedding_it_reads(tpusim_bin, tmp_path):
