@@ -504,11 +504,16 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   appendCmemSummary(report, out);
   if (report.contains("interconnect")) {
     const auto& ici = report["interconnect"];
+    // "replicas" counts the chips that run the Program; under tensor parallelism they are not
+    // data-parallel replicas, so the line names chips and the dp x tp split.
+    const uint64_t tp = report.contains("parallelism") ? report["parallelism"]["tp"].get<uint64_t>() : 1;
+    const uint64_t chips = ici["replicas"].get<uint64_t>();
     std::snprintf(line, sizeof(line),
-                  "ICI          %s %s, %llu replicas (global batch %llu): %llu collectives of %.3f MiB, in flight %llu "
-                  "cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
+                  "ICI          %s %s, %llu chips (dp %llu x tp %llu, global batch %llu): %llu collectives of %.3f MiB, "
+                  "in flight %llu cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
                   ici["topology"].get<std::string>().c_str(), ici["shape"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(ici["replicas"].get<uint64_t>()),
+                  static_cast<unsigned long long>(chips), static_cast<unsigned long long>(chips / tp),
+                  static_cast<unsigned long long>(tp),
                   static_cast<unsigned long long>(ici["global_batch"].get<uint64_t>()),
                   static_cast<unsigned long long>(ici["collective_count"].get<uint64_t>()),
                   static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),

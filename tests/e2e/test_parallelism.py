@@ -99,3 +99,10 @@ def test_a_saved_program_keeps_its_tensor_parallel_degree(tpusim_bin, mlp_path, 
     assert again.returncode == 2
     assert f"--tp 4 does not match {saved}, compiled for --tp 2; recompile the model" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
+
+
+def test_the_summary_names_the_chips_and_their_dp_x_tp_split(tpusim_bin, mlp_path, tmp_path):
+    result = run(tpusim_bin, "run", str(mlp_path), "--topology", "2x2x1", "--tp", "2", "--no-progress", "--out",
+                 str(tmp_path / "tp2"))
+    assert result.returncode == 0, result.stderr
+    assert "ICI          3d_torus 2x2x1, 4 chips (dp 2 x tp 2, global batch 64):" in result.stdout
