@@ -42,6 +42,10 @@ class Propagation {
       visit(ops[i], i);
     }
     m_op = nullptr;
+    for (const size_t sum : m_pending_sums) {
+      if (axis(ops[sum].inputs[0]) >= 0) m_partial.push_back(sum);
+    }
+    std::sort(m_partial.begin(), m_partial.end());
     for (int& a : m_axis) a = a == kUndecided ? kWholeTensor : a;
     return {m_axis, m_partial};
   }
@@ -237,6 +241,14 @@ class Propagation {
 
   void reduce(const ir::Op& op, size_t index) {
     const int x = op.inputs[0];
+    // A sum of all of an undecided tensor (mixed_float16's finite check of a GatherGrad's
+    // gradient) is a scalar either way: it waits for the tensor's decision, a partial sum
+    // if the tensor ends split.
+    const bool everything = op.perm.empty() || static_cast<int>(op.perm.size()) == rankOf(shape(x));
+    if (axis(x) == kUndecided && everything && op.reduction == ir::Reduction::kSum) {
+      m_pending_sums.push_back(index);
+      return output(op, kWholeTensor);
+    }
     if (axis(x) == kUndecided) set(x, kWholeTensor);
     if (axis(x) < 0) return output(op, kWholeTensor);
     const bool all = op.perm.empty();
@@ -370,6 +382,7 @@ class Propagation {
   int64_t m_parts;
   std::vector<int> m_axis;
   std::vector<size_t> m_partial;
+  std::vector<size_t> m_pending_sums;  // sums of all of a tensor undecided when visited
   std::map<int, int> m_cast_of;  // an undecided parameter's cast -> the parameter
   std::map<int, size_t> m_group_of;         // a tied undecided tensor -> its group in m_groups
   std::vector<std::vector<int>> m_groups;   // tensors decided together (tie)

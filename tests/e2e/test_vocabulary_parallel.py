@@ -50,16 +50,18 @@ def test_the_token_embedding_and_an_untied_head_split_by_vocabulary(tpusim_bin, 
 
 
 @pytest.mark.parametrize("optimizer,states", [("momentum", ["velocity"]), ("adam", ["m", "v"]), ("adagrad", ["h"])])
-@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16", "mixed_float16"])
 def test_the_embeddings_optimizer_states_split_with_it(tpusim_bin, tmp_path, optimizer, states, precision):
-    # The table's gradient (a GatherGrad) is first read by the states' updates, which are
-    # decided with the table's own update.
+    # The table's gradient (a GatherGrad) is first read by the states' updates (and under
+    # mixed_float16 by the finite check's sum), which are decided with the table's own update.
     ir = ir_after_split(tpusim_bin, gpt(tmp_path, 512, "--untied-head"), tmp_path, 4, "--optimizer", optimizer,
                         "--precision", precision)
     assert shape_of(ir, "wte.weight") == f"128,{HIDDEN}"
     for state in states:
         assert shape_of(ir, f"wte.weight.{state}") == f"128,{HIDDEN}"
     assert "h0/wte:out" in all_reduced(ir)
+    if precision == "mixed_float16":  # the loss-scale check's sum of each chip's rows
+        assert "wte.weight.grad_scaled.sum:out" in all_reduced(ir)
 
 
 def test_a_tied_head_splits_with_the_embedding_it_reads(tpusim_bin, tmp_path):
