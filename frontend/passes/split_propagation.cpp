@@ -68,8 +68,6 @@ class Propagation {
     checkDivisible(t, a);
     m_axis[static_cast<size_t>(t)] = a;
     if (a == kUndecided) return;
-    auto source = m_cast_of.find(t);  // a parameter's cast is decided with it
-    if (source != m_cast_of.end() && axis(source->second) == kUndecided) set(source->second, a);
     auto group = m_group_of.find(t);
     if (group == m_group_of.end()) return;
     for (const int member : m_groups[group->second]) {
@@ -118,32 +116,27 @@ class Propagation {
     return i;
   }
 
-  // An elementwise op none of whose output-shaped operands is decided, the others scalars
-  // (an optimizer's state update from a GatherGrad's gradient, before the weight's own
-  // update reads them beside the split weight): its output and those operands are tied
-  // undecided, so the weight's update decides the gradient and the states together.
+  // An elementwise op none of whose output-shaped operands is decided, the others scalars,
+  // leaves them and its output undecided and tied: a parameter cast to a policy's compute
+  // dtype (frontend/train/precision_policy.hpp), decided with the parameter by the first
+  // reader of either; an optimizer state's update from a GatherGrad's gradient, decided by
+  // the weight's own update beside the split weight.
   bool deferred(const ir::Op& op) {
-    const Shape& out = shape(op.outputs[0]);
-    std::vector<int> tied;
+    const int out = op.outputs[0];
+    std::vector<int> tied{out};
     for (const int in : op.inputs) {
-      if (shape(in) == out) {
+      if (shape(in) == shape(out)) {
         if (axis(in) != kUndecided) return false;
         tied.push_back(in);
       } else if (ir::elementCount(shape(in)) != 1) {
         return false;
       }
     }
-    if (tied.empty()) return false;
-    for (const int o : op.outputs) {
-      if (shape(o) != out) return false;
-    }
+    if (tied.size() == 1) return false;
     for (const int in : op.inputs) {
-      if (shape(in) != out && axis(in) == kUndecided) set(in, kWholeTensor);
+      if (shape(in) != shape(out) && axis(in) == kUndecided) set(in, kWholeTensor);
     }
-    for (const int o : op.outputs) {
-      m_axis[static_cast<size_t>(o)] = kUndecided;
-      tied.push_back(o);
-    }
+    m_axis[static_cast<size_t>(out)] = kUndecided;
     tie(tied);
     return true;
   }
@@ -344,13 +337,6 @@ class Propagation {
   }
 
   void visit(const ir::Op& op, size_t index) {
-    // A parameter cast to a policy's compute dtype stays undecided until its first reader
-    // decides it; the parameter then takes the same split (frontend/train/precision_policy.hpp).
-    if (op.type == OpType::kCast && axis(op.inputs[0]) == kUndecided) {
-      m_axis[static_cast<size_t>(op.outputs[0])] = kUndecided;
-      m_cast_of[op.outputs[0]] = op.inputs[0];
-      return;
-    }
     switch (op.type) {
       case OpType::kMatMul: return matmul(op, index);
       case OpType::kReshape: return reshape(op);
@@ -383,7 +369,6 @@ class Propagation {
   std::vector<int> m_axis;
   std::vector<size_t> m_partial;
   std::vector<size_t> m_pending_sums;  // sums of all of a tensor undecided when visited
-  std::map<int, int> m_cast_of;  // an undecided parameter's cast -> the parameter
   std::map<int, size_t> m_group_of;         // a tied undecided tensor -> its group in m_groups
   std::vector<std::vector<int>> m_groups;   // tensors decided together (tie)
   const ir::Op* m_op = nullptr;

@@ -24,9 +24,10 @@
 //     embedding) is a partial sum, all-reduced after it; GatherGrad of whole operands
 //     leaves its output to the first reader that decides it (split like the table it
 //     differentiates). An elementwise op whose output-shaped operands are all undecided
-//     (an optimizer state's update from that gradient) ties them and its output, decided
-//     together by their next reader (the table's own update); a Sum of all of such a
-//     tensor (mixed_float16's finite check) waits too, a partial sum if it ends split.
+//     (a parameter's cast; an optimizer state's update from that gradient) ties them and
+//     its output, decided together by their next reader (the table's own update); a Sum
+//     of all of such a tensor (mixed_float16's finite check) waits too, a partial sum if
+//     it ends split.
 //   - SoftmaxCrossEntropy of logits split along the classes (a vocabulary-parallel LM
 //     head) is a partial loss, all-reduced after it; its gradient is split like them.
 //   - Any other op (convolution, pooling, other losses) takes whole operands only.
