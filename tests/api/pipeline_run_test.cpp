@@ -7,6 +7,8 @@
 #include <functional>
 #include <set>
 
+#include <unistd.h>
+
 #include "api/session.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
 #include "frontend/train/loss_scaling.hpp"
@@ -34,7 +36,11 @@ std::string identicalLayers(int layers) {
   }
   const std::string count = std::to_string(layers);
   b.output("h" + count);
-  const std::string path = (std::filesystem::temp_directory_path() / ("tpusim_pipeline_" + count + ".onnx")).string();
+  // A directory of this process's own: ctest runs the tests of this file in parallel processes.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tpusim_pipeline_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / ("tpusim_pipeline_" + count + ".onnx")).string();
   std::ofstream file(path, std::ios::binary);
   b.model().SerializeToOstream(&file);
   return path;
