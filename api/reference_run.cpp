@@ -46,7 +46,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   const bool cuda = request.backend == "cuda";
   if (cuda && request.numerics == "mxu") {
     throw Error(ErrorKind::kUnsupported,
-                "--numerics mxu runs on the CPU backend only (the CUDA executor computes in f32, in cuBLAS's order)");
+                "--numerics mxu runs on the CPU backend only (the CUDA executor computes as cuBLAS and cuDNN do)");
   }
   std::optional<reference::CudaDevice> device;
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
@@ -97,7 +97,12 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
     per_op.push_back(entry);
   }
   r["step_time_s"] = step;  // the sum of the per-op medians: the executor runs one op at a time
-  r["peak_memory_bytes"] = tensorBytes(built.graph);
+  // CUDA: measured (the device memory in use, above what the process held before); CPU: every
+  // tensor at its dtype's size (the executor holds each value to the end of the step).
+  r["peak_memory_bytes"] = cuda ? timed.device_peak_bytes : tensorBytes(built.graph);
+  r["peak_memory_method"] = cuda ? "measured: device memory in use after each op (cudaMemGetInfo), above the "
+                                   "baseline before the step"
+                                 : "every tensor at its dtype's size, all held to the end of the step";
   r["per_op"] = per_op;
   r["inputs"] = nlohmann::ordered_json::array();
   for (const auto& [name, value] : outcome.inputs) r["inputs"].push_back(describe(name, "", value));

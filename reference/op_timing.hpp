@@ -3,6 +3,7 @@
 // so that one preempted repeat does not move the figure).
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "frontend/ir/tensor_value.hpp"
@@ -17,6 +18,7 @@ struct TimingOptions {
 struct TimedRun {
   std::vector<ir::TensorValue> values;  // every tensor's value, by tensor id, from the last run
   std::vector<double> op_seconds;       // each op's median wall time, in graph order
+  uint64_t device_peak_bytes = 0;       // the most device memory in use (CUDA: measured); 0 on the CPU
 };
 
 // Throws Error (kInvalidConfig) for a negative warm-up or fewer than one repeat.

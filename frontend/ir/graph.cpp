@@ -484,7 +484,16 @@ int Graph::gather(const std::string& name, int data, int indices, int64_t axis) 
 
 int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis) {
   const Tensor& tdy = checked(dy, name);
-  checked(indices, name);
+  const Tensor& ti = checked(indices, name);
+  const auto rank = static_cast<int64_t>(data_shape.size());
+  if (axis < 0 || axis >= rank) shapeError(name, "axis " + std::to_string(axis) + " is out of range");
+  Shape gathered(data_shape.begin(), data_shape.begin() + axis);  // the gather's output: dy's shape
+  gathered.insert(gathered.end(), ti.shape.begin(), ti.shape.end());
+  gathered.insert(gathered.end(), data_shape.begin() + axis + 1, data_shape.end());
+  if (tdy.shape != gathered) {
+    shapeError(name, "GatherGrad's gradient is " + shapeToString(tdy.shape) + ", the gather's output " +
+                         shapeToString(gathered));
+  }
   Op op = makeOp(name, OpType::kGatherGrad, {dy, indices});
   op.axis = axis;
   const DType dtype = tdy.dtype;

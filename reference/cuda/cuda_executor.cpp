@@ -2,7 +2,8 @@
 
 #include <vector>
 
-#include "reference/cuda/cuda_kernels.hpp"
+#include "reference/cuda/op_launch.hpp"
+#include "reference/cuda/op_support.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::reference {
@@ -10,189 +11,108 @@ namespace tpusim::reference {
 namespace {
 
 using ir::OpType;
+using cuda::Elem;
+using cuda::Ref;
 
-bool f32(const ir::Graph& graph, int tensor) {
-  return graph.tensor(tensor).dtype == DType::kF32;
+Error invalid(const ir::Op& op, const std::string& what) {
+  return Error(ErrorKind::kInvalidInput, what).within("op '" + op.name + "'");
 }
 
-bool allF32(const ir::Graph& graph, const ir::Op& op) {
-  for (int id : op.inputs) {
-    if (!f32(graph, id)) return false;
-  }
-  return f32(graph, op.outputs[0]);
-}
-
-// The batch dimensions of a MatMul operand: all but the last two.
-ir::Shape batchDims(const ir::Shape& shape) {
-  return ir::Shape(shape.begin(), shape.end() - 2);
-}
-
-// Why the executor cannot run `op`, or "" when it can.
-std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op) {
-  if (op.outputs.size() != 1) return "it has " + std::to_string(op.outputs.size()) + " outputs";
-  const ir::Shape& out = graph.tensor(op.outputs[0]).shape;
-  if (out.size() > static_cast<size_t>(cuda::kMaxRank)) return "its output has more than 8 dimensions";
-  switch (op.type) {
-    case OpType::kMatMul: {
-      if (!allF32(graph, op)) return "the CUDA MatMul is f32 only";
-      const ir::Shape& a = graph.tensor(op.inputs[0]).shape;
-      const ir::Shape& b = graph.tensor(op.inputs[1]).shape;
-      if (a.size() < 2 || b.size() < 2) return "the CUDA MatMul needs matrices (rank 2 or more)";
-      const ir::Shape batch = batchDims(out);
-      for (const ir::Shape* operand : {&a, &b}) {
-        if (operand->size() > 2 && batchDims(*operand) != batch) {
-          return "the CUDA MatMul broadcasts a rank-2 operand over the batch, not a partial batch shape";
-        }
-      }
-      return "";
-    }
-    case OpType::kAdd:
-    case OpType::kSub:
-    case OpType::kMul:
-    case OpType::kDiv:
-    case OpType::kMaximum:
-    case OpType::kMinimum:
-    case OpType::kScale:
-    case OpType::kRelu:
-    case OpType::kReluGrad:
-    case OpType::kReduceSumTo:
-    case OpType::kSgdUpdate:
-      if (!allF32(graph, op)) return "the CUDA kernels of " + std::string(ir::opTypeName(op.type)) + " are f32 only";
-      for (int id : op.inputs) {
-        if (graph.tensor(id).shape.size() > static_cast<size_t>(cuda::kMaxRank)) return "an input has over 8 dims";
-      }
-      return "";
-    case OpType::kReshape: {
-      const DType dtype = graph.tensor(op.inputs[0]).dtype;
-      return dtype == DType::kF32 || dtype == DType::kInt64 ? "" : "the CUDA executor holds f32 and int64 tensors only";
-    }
-    case OpType::kSoftmaxCrossEntropy:
-    case OpType::kSoftmaxCrossEntropyGrad: {
-      const ir::Tensor& labels = graph.tensor(op.inputs[1]);
-      if (!f32(graph, op.inputs[0]) || labels.dtype != DType::kInt64) return "it needs f32 logits and int64 labels";
-      if (graph.tensor(op.inputs[0]).shape.size() != 2) return "it needs [rows, classes] logits";
-      if (graph.producer(labels.id) != nullptr)
-        return "its labels are computed, not fed (their range is checked on entry)";
-      return "";
-    }
-    default: return "the CUDA executor has no kernel for it yet";
-  }
-}
-
-cuda::BroadcastIndex broadcastIndex(const ir::Shape& out, const ir::Shape& a, const ir::Shape& b) {
-  cuda::BroadcastIndex index;
-  index.rank = static_cast<int>(out.size());
-  for (const auto& [shape, strides] : {std::pair{&a, index.a_strides}, std::pair{&b, index.b_strides}}) {
-    int64_t stride = 1;
-    const size_t offset = out.size() - shape->size();  // right-aligned, as numpy broadcasts
-    for (size_t d = out.size(); d-- > 0;) {
-      const int64_t dim = d >= offset ? (*shape)[d - offset] : 1;
-      strides[d] = dim == 1 ? 0 : stride;
-      stride *= dim;
-    }
-  }
-  for (size_t d = 0; d < out.size(); ++d) index.dims[d] = out[d];
-  return index;
-}
-
-cuda::ReduceIndex reduceIndex(const ir::Shape& x, const ir::Shape& out) {
-  cuda::ReduceIndex index;
-  index.rank = static_cast<int>(x.size());
-  const size_t offset = x.size() - out.size();
-  for (size_t d = 0; d < x.size(); ++d) {
-    index.x_dims[d] = x[d];
-    index.out_dims[d] = d >= offset ? out[d - offset] : 1;
-  }
-  return index;
-}
-
-cuda::Binary binaryOf(OpType type) {
-  switch (type) {
-    case OpType::kSub: return cuda::Binary::kSub;
-    case OpType::kMul: return cuda::Binary::kMul;
-    case OpType::kDiv: return cuda::Binary::kDiv;
-    case OpType::kMaximum: return cuda::Binary::kMaximum;
-    case OpType::kMinimum: return cuda::Binary::kMinimum;
-    default: return cuda::Binary::kAdd;
-  }
-}
-
-// Every tensor's device buffer, by tensor id: f32 tensors in `floats`, int64 in `ints`.
-struct Buffers {
-  std::vector<float*> floats;
-  std::vector<int64_t*> ints;
-};
-
-void launch(cuda::Device& device, const ir::Graph& graph, const ir::Op& op, const Buffers& buffers) {
-  const auto in = [&](size_t i) { return buffers.floats[static_cast<size_t>(op.inputs[i])]; };
-  const auto shapeOf = [&](int id) -> const ir::Shape& { return graph.tensor(id).shape; };
-  float* out = buffers.floats[static_cast<size_t>(op.outputs[0])];
-  const ir::Shape& out_shape = shapeOf(op.outputs[0]);
-  const int64_t count = ir::elementCount(out_shape);
-  switch (op.type) {
-    case OpType::kMatMul: {
-      const ir::Shape& a = shapeOf(op.inputs[0]);
-      const ir::Shape& b = shapeOf(op.inputs[1]);
-      const int64_t m = out_shape[out_shape.size() - 2], n = out_shape.back();
-      const int64_t k = op.transpose_a ? a[a.size() - 2] : a.back();
-      const int64_t batch = ir::elementCount(batchDims(out_shape));
-      device.gemm(op.transpose_a, op.transpose_b, m, n, k, in(0), a.size() > 2 ? m * k : 0, in(1),
-                  b.size() > 2 ? k * n : 0, out, batch);
-      break;
-    }
-    case OpType::kAdd:
-    case OpType::kSub:
-    case OpType::kMul:
-    case OpType::kDiv:
-    case OpType::kMaximum:
-    case OpType::kMinimum:
-      device.binary(binaryOf(op.type), broadcastIndex(out_shape, shapeOf(op.inputs[0]), shapeOf(op.inputs[1])), in(0),
-                    in(1), out, count);
-      break;
-    case OpType::kScale: device.scale(static_cast<float>(op.scalar), in(0), out, count); break;
-    case OpType::kRelu: device.relu(in(0), out, count); break;
-    case OpType::kReluGrad: device.reluGrad(in(0), in(1), out, count); break;
-    case OpType::kReduceSumTo:
-      device.reduceSumTo(reduceIndex(shapeOf(op.inputs[0]), out_shape), in(0), out, count);
-      break;
-    case OpType::kSgdUpdate: device.sgdUpdate(static_cast<float>(op.scalar), in(0), in(1), out, count); break;
-    case OpType::kSoftmaxCrossEntropy:
-    case OpType::kSoftmaxCrossEntropyGrad: {
-      const ir::Shape& logits = shapeOf(op.inputs[0]);
-      const int64_t* labels = buffers.ints[static_cast<size_t>(op.inputs[1])];
-      if (op.type == OpType::kSoftmaxCrossEntropy) {
-        device.softmaxCrossEntropy(in(0), labels, out, logits[0], logits[1]);
-      } else {
-        device.softmaxCrossEntropyGrad(in(0), labels, out, logits[0], logits[1]);
-      }
-      break;
-    }
-    default: break;  // kReshape: its output aliases its input; the constructor refused the rest
-  }
-}
-
-// Labels index a row of classes: out of range is an input error, checked before any kernel reads them.
-void checkLabels(const ir::Graph& graph, const std::vector<ir::TensorValue>& fed) {
+// Labels and gather indices index a row: out of range is an input error, checked on the
+// host before any kernel reads them (the kernels cannot report it). They are fed (op_support).
+void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fed) {
   for (const ir::Op& op : graph.ops()) {
-    if (op.type != OpType::kSoftmaxCrossEntropy && op.type != OpType::kSoftmaxCrossEntropyGrad) continue;
-    const int64_t classes = graph.tensor(op.inputs[0]).shape[1];
-    for (int64_t label : fed[static_cast<size_t>(op.inputs[1])].ints) {
-      if (label < 0 || label >= classes) {
-        throw Error(ErrorKind::kInvalidInput, "op '" + op.name + "': label " + std::to_string(label) +
-                                                  " is outside [0, " + std::to_string(classes) + ")");
+    const auto values = [&](size_t i) -> const std::vector<int64_t>& {
+      return fed[static_cast<size_t>(op.inputs[i])].ints;
+    };
+    switch (op.type) {
+      case OpType::kSoftmaxCrossEntropy:
+      case OpType::kSoftmaxCrossEntropyGrad: {
+        const int64_t classes = graph.tensor(op.inputs[0]).shape[1];
+        const std::vector<int64_t>& labels = values(1);
+        for (size_t r = 0; r < labels.size(); ++r) {
+          if (labels[r] < 0 || labels[r] >= classes) {
+            throw invalid(op, "label " + std::to_string(labels[r]) + " of row " + std::to_string(r) +
+                                  " is not a class id in [0, " + std::to_string(classes) + ")");
+          }
+        }
+        break;
       }
+      case OpType::kNllLoss:
+      case OpType::kNllLossGrad: {
+        const int64_t classes = graph.tensor(op.inputs[0]).shape[1];
+        const std::vector<int64_t>& labels = values(1);
+        for (size_t p = 0; p < labels.size(); ++p) {
+          if (op.ignore_index && labels[p] == *op.ignore_index) continue;
+          if (labels[p] < 0 || labels[p] >= classes) {
+            throw invalid(op, "label " + std::to_string(labels[p]) + " at position " + std::to_string(p) +
+                                  " is not a class id in [0, " + std::to_string(classes) + ")");
+          }
+        }
+        break;
+      }
+      case OpType::kGather:
+      case OpType::kGatherGrad: {
+        const ir::Shape& data = graph.tensor(op.type == OpType::kGather ? op.inputs[0] : op.outputs[0]).shape;
+        const int64_t length = data[static_cast<size_t>(op.axis)];
+        for (int64_t index : values(1)) {
+          if (index < -length || index >= length) {
+            throw invalid(op, "index " + std::to_string(index) + " is out of range for a dimension of " +
+                                  std::to_string(length));
+          }
+        }
+        break;
+      }
+      default: break;
     }
   }
+}
+
+size_t bytesOf(const ir::Tensor& tensor) {
+  return static_cast<size_t>(ir::elementCount(tensor.shape)) * cuda::elementBytes(cuda::elemOf(tensor.dtype));
+}
+
+// A fed value in the device's layout (element.hpp), rounded to its dtype as the CPU executor rounds feeds.
+std::vector<unsigned char> deviceBytes(const ir::Tensor& tensor, const ir::TensorValue& value) {
+  std::vector<unsigned char> bytes(bytesOf(tensor));
+  const Ref host{bytes.data(), cuda::elemOf(tensor.dtype)};
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (cuda::isFloating(host.elem)) {
+      cuda::storeDouble(host, static_cast<int64_t>(i), value.floats[i]);
+    } else {
+      cuda::storeInt(host, static_cast<int64_t>(i), value.ints[i]);
+    }
+  }
+  return bytes;
+}
+
+ir::TensorValue hostValue(const ir::Tensor& tensor, const std::vector<unsigned char>& bytes) {
+  ir::TensorValue value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
+  const Ref host{const_cast<unsigned char*>(bytes.data()), cuda::elemOf(tensor.dtype)};
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (cuda::isFloating(host.elem)) {
+      value.floats[i] = cuda::loadFloat(host, static_cast<int64_t>(i));
+    } else {
+      value.ints[i] = cuda::loadInt(host, static_cast<int64_t>(i));
+    }
+  }
+  return value;
 }
 
 }  // namespace
 
 CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) {
   for (const ir::Op& op : graph.ops()) {
-    const std::string why = unsupportedReason(graph, op);
+    const std::string why = cuda::unsupportedReason(graph, op);
     if (!why.empty()) {
       throw Error(ErrorKind::kUnsupported, "the CUDA executor cannot run op '" + op.name + "' (" +
                                                ir::opTypeName(op.type) + "): " + why + "; use --backend cpu");
+    }
+  }
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (tensor.dtype == DType::kF64) {
+      throw Error(ErrorKind::kUnsupported,
+                  "the CUDA executor holds no f64 tensors, and '" + tensor.name + "' is f64; use --backend cpu");
     }
   }
 }
@@ -200,8 +120,19 @@ CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) {
 TimedRun CudaExecutor::runTimed(const std::map<std::string, ir::TensorValue>& feeds,
                                 const TimingOptions& timing) const {
   checkTimingOptions(timing);
-  const size_t tensors = m_graph.tensors().size();
-  std::vector<ir::TensorValue> fed(tensors);
+  const std::vector<ir::TensorValue> fed = bound(feeds);  // bad feeds are refused before a device is sought
+  std::unique_ptr<cuda::Device> device = cuda::makeCudaDevice();
+  return runBound(*device, fed, timing);
+}
+
+TimedRun CudaExecutor::runTimedOn(cuda::Device& device, const std::map<std::string, ir::TensorValue>& feeds,
+                                  const TimingOptions& timing) const {
+  checkTimingOptions(timing);
+  return runBound(device, bound(feeds), timing);
+}
+
+std::vector<ir::TensorValue> CudaExecutor::bound(const std::map<std::string, ir::TensorValue>& feeds) const {
+  std::vector<ir::TensorValue> fed(m_graph.tensors().size());
   for (const ir::Tensor& tensor : m_graph.tensors()) {
     if (m_graph.producer(tensor.id) != nullptr) continue;
     const auto feed = feeds.find(tensor.name);
@@ -215,71 +146,66 @@ TimedRun CudaExecutor::runTimed(const std::map<std::string, ir::TensorValue>& fe
                                                 ir::shapeToString(feed->second.shape) + ", the graph needs " +
                                                 dtypeName(tensor.dtype) + ir::shapeToString(tensor.shape));
     }
-    if (tensor.dtype != DType::kF32 && tensor.dtype != DType::kInt64) {
-      throw Error(ErrorKind::kUnsupported, "the CUDA executor holds f32 and int64 tensors only, and '" + tensor.name +
-                                               "' is " + dtypeName(tensor.dtype));
-    }
     fed[static_cast<size_t>(tensor.id)] = feed->second;
   }
-  checkLabels(m_graph, fed);
+  checkIndices(m_graph, fed);
+  return fed;
+}
 
-  cuda::Device device;
-  Buffers buffers{std::vector<float*>(tensors, nullptr), std::vector<int64_t*>(tensors, nullptr)};
+TimedRun CudaExecutor::runBound(cuda::Device& device, const std::vector<ir::TensorValue>& fed,
+                                const TimingOptions& timing) const {
+  const size_t tensors = m_graph.tensors().size();
+  // Every tensor's buffer for the whole step; a Reshape's output aliases its input (in graph order).
+  std::vector<Ref> refs(tensors);
   for (const ir::Tensor& tensor : m_graph.tensors()) {
-    const auto id = static_cast<size_t>(tensor.id);
-    const auto count = static_cast<size_t>(ir::elementCount(tensor.shape));
     const ir::Op* producer = m_graph.producer(tensor.id);
-    if (producer != nullptr && producer->type == OpType::kReshape) continue;  // aliased below, in graph order
-    if (tensor.dtype == DType::kInt64) {
-      buffers.ints[id] = device.ints(count);
-      if (producer == nullptr) device.upload(buffers.ints[id], fed[id].ints.data(), count);
-    } else if (tensor.dtype == DType::kF32) {
-      buffers.floats[id] = device.floats(count);
-      if (producer == nullptr) {
-        const std::vector<float> values(fed[id].floats.begin(), fed[id].floats.end());  // exact: f32 values
-        device.upload(buffers.floats[id], values.data(), count);
-      }
+    if (producer != nullptr && producer->type == OpType::kReshape) continue;
+    Ref& ref = refs[static_cast<size_t>(tensor.id)];
+    ref = {device.allocate(bytesOf(tensor)), cuda::elemOf(tensor.dtype)};
+    if (producer == nullptr) {
+      const std::vector<unsigned char> bytes = deviceBytes(tensor, fed[static_cast<size_t>(tensor.id)]);
+      device.upload(ref.data, bytes.data(), bytes.size());
     }
   }
   for (const ir::Op& op : m_graph.ops()) {
-    if (op.type != OpType::kReshape) continue;
-    const auto from = static_cast<size_t>(op.inputs[0]), to = static_cast<size_t>(op.outputs[0]);
-    buffers.floats[to] = buffers.floats[from];
-    buffers.ints[to] = buffers.ints[from];
+    if (op.type == OpType::kReshape) refs[static_cast<size_t>(op.outputs[0])] = refs[static_cast<size_t>(op.inputs[0])];
   }
 
   const size_t ops = m_graph.ops().size();
+  std::vector<cuda::OpLaunch> launches;
+  launches.reserve(ops);
+  for (const ir::Op& op : m_graph.ops()) {
+    try {
+      launches.push_back(cuda::planOp(device, m_graph, op, refs));
+    } catch (const Error& error) {
+      throw error.within("op '" + op.name + "'");
+    }
+  }
+
   std::vector<std::vector<double>> samples(ops);
   for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
     for (size_t i = 0; i < ops; ++i) {
-      const ir::Op& op = m_graph.ops()[i];
       try {
         device.startTimer();
-        launch(device, m_graph, op, buffers);
+        launches[i](device);
         const double seconds = device.stopTimer();
         if (run >= timing.warmup) samples[i].push_back(seconds);
       } catch (const Error& error) {
-        throw error.within("op '" + op.name + "'");
+        throw error.within("op '" + m_graph.ops()[i].name + "'");
       }
     }
   }
+
   TimedRun timed;
   timed.values.resize(tensors);
   for (const ir::Tensor& tensor : m_graph.tensors()) {
-    const auto id = static_cast<size_t>(tensor.id);
-    ir::TensorValue& value = timed.values[id];
-    value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
-    const size_t count = value.size();
-    if (buffers.ints[id] != nullptr) {
-      device.download(value.ints.data(), buffers.ints[id], count);
-    } else if (buffers.floats[id] != nullptr) {
-      std::vector<float> values(count);
-      device.download(values.data(), buffers.floats[id], count);
-      value.floats.assign(values.begin(), values.end());
-    }
+    std::vector<unsigned char> bytes(bytesOf(tensor));
+    device.download(bytes.data(), refs[static_cast<size_t>(tensor.id)].data, bytes.size());
+    timed.values[static_cast<size_t>(tensor.id)] = hostValue(tensor, bytes);
   }
   timed.op_seconds.reserve(ops);
   for (std::vector<double>& op_samples : samples) timed.op_seconds.push_back(medianOf(op_samples));
+  timed.device_peak_bytes = device.peakBytes();
   return timed;
 }
 

@@ -11,14 +11,9 @@
 #include <span>
 
 #include "sim/common/dtype.hpp"
+#include "sim/common/float_bits.hpp"  // floatToBf16Bits, floatToF16Bits and back
 
 namespace tpusim::numerics {
-
-uint16_t floatToBf16Bits(float value);
-float bf16BitsToFloat(uint16_t bits);
-
-uint16_t floatToF16Bits(float value);
-float f16BitsToFloat(uint16_t bits);
 
 // Round half to even, saturating to [-128, 127]; NaN becomes 0.
 int8_t floatToInt8(float value);

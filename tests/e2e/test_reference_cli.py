@@ -31,6 +31,7 @@ def test_cpu_reference_report_has_a_timed_row_per_op(tpusim_bin, tmp_path):
     assert ops[0]["op"] == "/0/Gemm" and all(op["time_s"] > 0 for op in ops)
     assert report["step_time_s"] == sum(op["time_s"] for op in ops)
     assert report["peak_memory_bytes"] > 784 * 8 * 4  # at least the f32 image batch
+    assert report["peak_memory_method"].startswith("every tensor at its dtype's size")
     # The simulator's per-op rows use the same op names.
     sim = tmp_path / "sim"
     run = cli(tpusim_bin, "run", MLP, "--batch", "8", "--out", str(sim), "--no-instructions")

@@ -3,12 +3,16 @@
 // reference executor, and its outputs are compared with the suite's expected
 // outputs at the suite's own tolerances (rtol 1e-3, atol 1e-7). The test
 // prints how many cases exist, how many use only supported ops and how many
-// passed; a supported case that fails, for any reason, fails the test.
+// passed; a supported case that fails, for any reason, fails the test. Each case
+// the CUDA executor runs is also run by it on the host device and must give the
+// CPU executor's bits.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -19,6 +23,8 @@
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/import/onnx_tensor.hpp"
 #include "reference/cpu/cpu_executor.hpp"
+#include "reference/cuda/cuda_executor.hpp"
+#include "reference/cuda/host_device.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -139,10 +145,49 @@ std::string compare(const ir::TensorValue& expected, const ir::TensorValue& actu
   return expected.ints == actual.ints ? "" : "integer values differ";
 }
 
+// The cases the CUDA executor also ran, on the host device (reference/cuda/host_device.hpp),
+// and those it refused (an op or dtype it lacks), by the reason's op type.
+struct CudaTally {
+  int ran = 0;
+  int refused = 0;
+  std::map<std::string, int> refused_by;
+};
+
+// Empty when the CUDA executor, run on the host device, gives every tensor the CPU
+// executor's bits (its kernels add in the CPU's order and round once); else what differs.
+std::string compareCudaOnHost(const ir::Graph& graph, const std::map<std::string, ir::TensorValue>& feeds,
+                              const std::vector<ir::TensorValue>& cpu, CudaTally& tally) {
+  std::optional<reference::CudaExecutor> executor;
+  try {
+    executor.emplace(graph);
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::kUnsupported) throw;
+    const std::string what = error.what();
+    const size_t open = what.find('('), close = what.find(')', open);
+    ++tally.refused;
+    ++tally.refused_by[what.substr(open + 1, close - open - 1)];
+    return "";
+  }
+  reference::cuda::HostDevice device;
+  const reference::TimedRun run = executor->runTimedOn(device, feeds, {0, 1});
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    const ir::TensorValue& a = run.values[static_cast<size_t>(tensor.id)];
+    const ir::TensorValue& b = cpu[static_cast<size_t>(tensor.id)];
+    bool same = a.ints == b.ints && a.floats.size() == b.floats.size();
+    for (size_t i = 0; same && i < a.floats.size(); ++i) {
+      same = std::memcmp(&a.floats[i], &b.floats[i], sizeof(double)) == 0 ||
+             (std::isnan(a.floats[i]) && std::isnan(b.floats[i]));
+    }
+    if (!same) return "the CUDA executor on the host device differs from the CPU executor in '" + tensor.name + "'";
+  }
+  ++tally.ran;
+  return "";
+}
+
 // Runs every test_data_set_* of one case; returns the first problem, or "".
 // Integer inputs (shapes, axes, labels) are bound as compile-time constants from the
 // test data, as a TPU compiler needs them static; float inputs stay runtime inputs.
-std::string runCase(const fs::path& dir, const onnx::ModelProto& proto) {
+std::string runCase(const fs::path& dir, const onnx::ModelProto& proto, CudaTally& cuda) {
   std::vector<std::string> inputs;
   std::set<std::string> initializers;
   for (const auto& init : proto.graph().initializer()) initializers.insert(init.name());
@@ -170,6 +215,9 @@ std::string runCase(const fs::path& dir, const onnx::ModelProto& proto) {
     std::map<std::string, ir::TensorValue> feeds = model.initializers;
     feeds.insert(runtime.begin(), runtime.end());
     const std::vector<ir::TensorValue> values = executor.run(feeds);
+    if (const std::string problem = compareCudaOnHost(model.graph, feeds, values, cuda); !problem.empty()) {
+      return set.filename().string() + ": " + problem;
+    }
     for (size_t i = 0; i < model.graph.outputs().size(); ++i) {
       const ir::TensorValue expected = readOnnxTensorFile((set / ("output_" + std::to_string(i) + ".pb")).string());
       const std::string problem = compare(expected, values[static_cast<size_t>(model.graph.outputs()[i])]);
@@ -214,6 +262,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   int refused = 0;
   int repaired = 0;
   std::map<std::string, int> passed_by_op;
+  CudaTally cuda;
   for (const fs::path& dir : cases) {
     if (!fs::exists(dir / "model.onnx")) continue;
     ++total;
@@ -253,7 +302,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
     if (kRefused.count(dir.filename().string())) {
       ++refused;
       try {
-        runCase(dir, runnable);
+        runCase(dir, runnable, cuda);
         ADD_FAILURE() << dir.filename().string() << " should be refused";
       } catch (const Error& error) {
         EXPECT_EQ(error.kind(), ErrorKind::kUnsupported) << dir.filename().string() << ": " << error.what();
@@ -264,7 +313,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
     repaired += repairKnownDefects(dir.filename().string(), runnable);
     std::string problem;
     try {
-      problem = runCase(dir, runnable);
+      problem = runCase(dir, runnable, cuda);
     } catch (const Error& error) {
       problem = error.what();
     }
@@ -284,8 +333,15 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
                "unsupported error; "
             << repaired << " run with a model attribute repaired to match its outputs (onnx/onnx#7749)\n";
   for (const auto& [op, count] : passed_by_op) std::cout << "  " << op << ": " << count << " passed\n";
+  std::cout << "CUDA executor on the host device: " << cuda.ran
+            << " test data sets ran, bit for bit like the CPU executor; " << cuda.refused
+            << " refused (an op or dtype it lacks), by op:";
+  for (const auto& [op, count] : cuda.refused_by) std::cout << " " << op << " " << count << ";";
+  std::cout << "\n";
   EXPECT_GT(of_supported_ops, 0);
   EXPECT_EQ(passed, of_supported_ops);
+  // Debian's suite (libonnx-testdata 1.12): 368 of its data sets run on the CUDA executor; fewer means it lost an op.
+  EXPECT_GE(cuda.ran, 368);
 }
 
 }  // namespace

@@ -1,0 +1,85 @@
+// The device the CUDA executor (cuda_executor.hpp) runs a graph on: memory, timing,
+// and one call per kind of kernel, each taking a plain description of its operands
+// (reference/cuda/kernels). Two implementations: the NVIDIA GPU (gpu_device.cu:
+// cuBLAS, cuDNN and the kernels compiled by nvcc) and the host (host_device.hpp: the
+// same kernels' bodies run by a loop, so that CI tests the executor and the kernels
+// without a GPU). Plain C++17 without CUDA types.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "reference/cuda/kernels/losses.hpp"
+#include "reference/cuda/kernels/optimizer.hpp"
+#include "reference/cuda/kernels/pointwise.hpp"
+#include "reference/cuda/kernels/pool.hpp"
+#include "reference/cuda/kernels/reduce.hpp"
+
+namespace tpusim::reference::cuda {
+
+// Row-major c[batch][m x n] = op(a) x op(b), op a transpose where asked; an operand's
+// batch stride 0 repeats one matrix over the batch. a, b and c share a floating dtype.
+struct GemmArgs {
+  bool transpose_a = false, transpose_b = false;
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  Ref a, b, c;
+  int64_t a_stride = 0, b_stride = 0;
+};
+
+enum class ConvPass : int32_t { kForward, kGradInput, kGradWeight };
+
+// A 2-D convolution: x [N, C, H, W], w [M, C / group, KH, KW], y [N, M, OH, OW], one
+// floating dtype. kForward: y from x and w; kGradInput: x (dx) from y (dy) and w;
+// kGradWeight: w (dw) from x and y (dy). pads: top, left, bottom, right.
+struct ConvArgs {
+  ConvPass pass = ConvPass::kForward;
+  int64_t x_dims[4] = {}, w_dims[4] = {}, y_dims[4] = {};
+  int64_t strides[2] = {1, 1}, pads[4] = {}, dilations[2] = {1, 1}, group = 1;
+  Ref x, w, y;
+  int plan = -1;  // from Device::planConv, made before the timed runs
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+
+  // Device memory, freed with the Device; zeroed.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void upload(void* device, const void* host, size_t bytes) = 0;
+  // Waits for the work issued so far, then copies.
+  virtual void download(void* host, const void* device, size_t bytes) = 0;
+  virtual void zero(void* device, size_t bytes) = 0;
+
+  // Around the work issued between the two calls; stopTimer waits for it and returns its seconds.
+  virtual void startTimer() = 0;
+  virtual double stopTimer() = 0;
+  // The most device memory in use at any stopTimer() since the device was made, above what
+  // was in use before it: its own buffers and what its libraries allocated.
+  virtual uint64_t peakBytes() const = 0;
+
+  virtual void gemm(const GemmArgs& args) = 0;
+  // Chooses how the device runs `args` (cuDNN's descriptors, algorithm and workspace), once,
+  // before the timed runs: the id to put in args.plan.
+  virtual int planConv(const ConvArgs& args) = 0;
+  virtual void conv(const ConvArgs& args) = 0;
+  virtual void pointwise(const PointwiseArgs& args) = 0;
+  virtual void reduce(const ReduceArgs& args) = 0;
+  virtual void copy(const CopyArgs& args) = 0;
+  virtual void gather(const GatherArgs& args) = 0;
+  virtual void gatherGrad(const GatherArgs& args) = 0;  // out: float sums, zeroed first
+  virtual void softmax(const SoftmaxArgs& args) = 0;
+  virtual void crossEntropy(const CrossEntropyArgs& args, bool gradient) = 0;
+  virtual void nll(const NllArgs& args) = 0;  // the loss, or (args.gradient) its gradient into a zeroed out
+  virtual void mse(const MseArgs& args) = 0;
+  virtual void optimizer(const OptimizerArgs& args) = 0;
+  virtual void pool(const PoolArgs& args) = 0;
+  virtual void poolArgmax(const PoolArgs& args) = 0;
+  virtual void poolGrad(const PoolArgs& args) = 0;  // dx: float sums, zeroed first
+};
+
+// Device 0 of this machine's GPUs. Throws Error: kNoDevice without one, kUnsupported
+// in a build without CUDA (cuda_device_none.cpp).
+std::unique_ptr<Device> makeCudaDevice();
+
+}  // namespace tpusim::reference::cuda

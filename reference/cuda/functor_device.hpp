@@ -1,0 +1,50 @@
+// The kernel calls every device makes the same way: each builds its kernel's functor
+// (reference/cuda/kernels) and hands it to the device's launch(count, functor), which
+// runs functor(i) for i in [0, count): a CUDA grid on the GPU, a loop on the host.
+#pragma once
+
+#include "reference/cuda/device.hpp"
+
+namespace tpusim::reference::cuda {
+
+template <typename Launcher>
+class FunctorDevice : public Device {
+ public:
+  void pointwise(const PointwiseArgs& args) override { launch(args.count, PointwiseKernel{args}); }
+  void reduce(const ReduceArgs& args) override { launch(args.out_count, ReduceKernel{args}); }
+  void copy(const CopyArgs& args) override { launch(args.count, CopyKernel{args}); }
+  void gather(const GatherArgs& args) override {
+    launch(args.outer * args.indices_count * args.inner, GatherKernel{args});
+  }
+  void gatherGrad(const GatherArgs& args) override { launch(args.outer * args.inner, GatherGradKernel{args}); }
+  void softmax(const SoftmaxArgs& args) override { launch(args.outer * args.inner, SoftmaxKernel{args}); }
+  void crossEntropy(const CrossEntropyArgs& args, bool gradient) override {
+    if (gradient) {
+      launch(args.rows, CrossEntropyGradKernel{args});
+    } else {
+      launch(args.rows, CrossEntropyTermKernel{args});
+      launch(1, CrossEntropyTotalKernel{args});
+    }
+  }
+  void nll(const NllArgs& args) override {
+    launch(args.n * args.d, NllTermKernel{args});
+    launch(1, NllTotalKernel{args});
+    if (args.gradient) launch(args.n * args.d, NllGradKernel{args});
+  }
+  void mse(const MseArgs& args) override { launch(1, MseKernel{args}); }
+  void optimizer(const OptimizerArgs& args) override {
+    launch(args.target == Target::kStep ? 1 : args.count, OptimizerKernel{args});
+  }
+  void pool(const PoolArgs& args) override { launch(outputs(args), PoolKernel{args}); }
+  void poolArgmax(const PoolArgs& args) override { launch(outputs(args), PoolArgmaxKernel{args}); }
+  void poolGrad(const PoolArgs& args) override { launch(args.planes, PoolGradKernel{args}); }
+
+ private:
+  template <typename Functor>
+  void launch(int64_t count, const Functor& functor) {
+    static_cast<Launcher*>(this)->run(count, functor);
+  }
+  static int64_t outputs(const PoolArgs& args) { return args.planes * planeSize(args.y_spatial, args.rank); }
+};
+
+}  // namespace tpusim::reference::cuda

@@ -1,0 +1,316 @@
+// The CUDA executor's device on an NVIDIA GPU: device 0, one stream, cuBLAS for GEMMs,
+// cuDNN for convolutions, and the project's kernels (reference/cuda/kernels) launched as
+// grid-stride loops. Built with --fmad=false (reference/CMakeLists.txt): no multiply-add
+// is fused that the CPU executor rounds twice.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include "reference/cuda/functor_device.hpp"
+#include "sim/common/error.hpp"
+
+namespace tpusim::reference::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  const ErrorKind kind = status == cudaErrorMemoryAllocation ? ErrorKind::kResource : ErrorKind::kInternal;
+  throw Error(kind, std::string("CUDA ") + what + ": " + cudaGetErrorString(status));
+}
+
+void check(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  const ErrorKind kind = status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorKind::kResource : ErrorKind::kInternal;
+  throw Error(kind, std::string("cuBLAS ") + what + ": " + cublasGetStatusString(status));
+}
+
+void check(cudnnStatus_t status, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  const ErrorKind kind = status == CUDNN_STATUS_ALLOC_FAILED ? ErrorKind::kResource : ErrorKind::kInternal;
+  throw Error(kind, std::string("cuDNN ") + what + ": " + cudnnGetErrorString(status));
+}
+
+unsigned blocksFor(int64_t count) {
+  const int64_t blocks = (count + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < 65535 ? (blocks > 0 ? blocks : 1) : 65535);  // grid-stride loops do the rest
+}
+
+template <typename Functor>
+__global__ void forEach(int64_t count, Functor functor) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < count; i += int64_t{gridDim.x} * blockDim.x) {
+    functor(i);
+  }
+}
+
+cudaDataType_t blasType(Elem elem) {
+  return elem == Elem::kBF16 ? CUDA_R_16BF : elem == Elem::kF16 ? CUDA_R_16F : CUDA_R_32F;
+}
+
+cudnnDataType_t dnnType(Elem elem) {
+  return elem == Elem::kBF16 ? CUDNN_DATA_BFLOAT16 : elem == Elem::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+}
+
+// One convolution's cuDNN descriptors, algorithm and workspace.
+struct ConvPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  int algorithm = 0;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+};
+
+// The first of cuDNN's ranked algorithms that runs, is deterministic and, for f32, does not
+// round the operands to TF32 (FMA math only): as the CPU executor's f32 arithmetic.
+template <typename Perf>
+const Perf* chooseAlgorithm(const Perf* results, int count, bool f32) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& perf = results[i];
+    if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) continue;
+    if (f32 && perf.mathType != CUDNN_FMA_MATH) continue;
+    return &perf;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+class GpuDevice : public FunctorDevice<GpuDevice> {
+ public:
+  GpuDevice() {
+    check(cudaSetDevice(0), "selecting device 0");
+    check(cudaStreamCreate(&m_stream), "creating a stream");
+    check(cublasCreate(&m_blas), "creating a handle");
+    check(cublasSetStream(m_blas, m_stream), "setting the stream");
+    check(cudnnCreate(&m_dnn), "creating a handle");
+    check(cudnnSetStream(m_dnn, m_stream), "setting the stream");
+    check(cudaEventCreate(&m_start), "creating an event");
+    check(cudaEventCreate(&m_stop), "creating an event");
+    check(cudaDeviceSynchronize(), "starting");
+    m_baseline = usedBytes();
+  }
+
+  ~GpuDevice() override {
+    for (ConvPlan& plan : m_plans) {
+      if (plan.x) cudnnDestroyTensorDescriptor(plan.x);
+      if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
+      if (plan.w) cudnnDestroyFilterDescriptor(plan.w);
+      if (plan.conv) cudnnDestroyConvolutionDescriptor(plan.conv);
+    }
+    for (void* buffer : m_buffers) cudaFree(buffer);
+    if (m_start) cudaEventDestroy(m_start);
+    if (m_stop) cudaEventDestroy(m_stop);
+    if (m_dnn) cudnnDestroy(m_dnn);
+    if (m_blas) cublasDestroy(m_blas);
+    if (m_stream) cudaStreamDestroy(m_stream);
+  }
+
+  void* allocate(size_t bytes) override {
+    void* buffer = nullptr;
+    check(cudaMalloc(&buffer, bytes > 0 ? bytes : 1), "allocating device memory");
+    m_buffers.push_back(buffer);
+    check(cudaMemset(buffer, 0, bytes > 0 ? bytes : 1), "zeroing device memory");
+    return buffer;
+  }
+
+  void upload(void* device, const void* host, size_t bytes) override {
+    check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "copying to the device");
+  }
+
+  void download(void* host, const void* device, size_t bytes) override {
+    check(cudaStreamSynchronize(m_stream), "running the step");
+    check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "copying from the device");
+  }
+
+  void zero(void* device, size_t bytes) override {
+    check(cudaMemsetAsync(device, 0, bytes, m_stream), "zeroing device memory");
+  }
+
+  void startTimer() override { check(cudaEventRecord(m_start, m_stream), "recording an event"); }
+
+  double stopTimer() override {
+    check(cudaGetLastError(), "launching a kernel");
+    check(cudaEventRecord(m_stop, m_stream), "recording an event");
+    check(cudaEventSynchronize(m_stop), "running an op");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, m_start, m_stop), "reading the events");
+    const uint64_t used = usedBytes();
+    if (used > m_baseline && used - m_baseline > m_peak) m_peak = used - m_baseline;
+    return static_cast<double>(ms) * 1e-3;
+  }
+
+  uint64_t peakBytes() const override { return m_peak; }
+
+  void gemm(const GemmArgs& g) override {
+    // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
+    // C^T = op(B)^T op(A)^T, and a row-major matrix read column-major is its transpose.
+    const float alpha = 1.0f, beta = 0.0f;
+    const int lda = static_cast<int>(g.transpose_a ? g.m : g.k);
+    const int ldb = static_cast<int>(g.transpose_b ? g.k : g.n);
+    const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const auto m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+    if (g.c.elem == Elem::kF32) {
+      // Plain f32 SGEMM: no TF32 rounding of the operands.
+      check(cublasSetMathMode(m_blas, CUBLAS_PEDANTIC_MATH), "setting the math mode");
+      check(cublasSgemmStridedBatched(m_blas, op_b, op_a, n, m, k, &alpha, static_cast<const float*>(g.b.data), ldb,
+                                      g.b_stride, static_cast<const float*>(g.a.data), lda, g.a_stride, &beta,
+                                      static_cast<float*>(g.c.data), n, g.m * g.n, static_cast<int>(g.batch)),
+            "SGEMM");
+      return;
+    }
+    // bf16 or f16 operands on the tensor cores, f32 accumulation, the result rounded to the dtype.
+    check(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH), "setting the math mode");
+    const cudaDataType_t type = blasType(g.c.elem);
+    check(cublasGemmStridedBatchedEx(m_blas, op_b, op_a, n, m, k, &alpha, g.b.data, type, ldb, g.b_stride, g.a.data,
+                                     type, lda, g.a_stride, &beta, g.c.data, type, n, g.m * g.n,
+                                     static_cast<int>(g.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+          "GemmEx");
+  }
+
+  int planConv(const ConvArgs& c) override {
+    ConvPlan plan;
+    const cudnnDataType_t type = dnnType(c.x.elem);
+    const auto dim = [](const int64_t* dims, int i) { return static_cast<int>(dims[i]); };
+    check(cudnnCreateTensorDescriptor(&plan.x), "creating a descriptor");
+    check(cudnnCreateTensorDescriptor(&plan.y), "creating a descriptor");
+    check(cudnnCreateFilterDescriptor(&plan.w), "creating a descriptor");
+    check(cudnnCreateConvolutionDescriptor(&plan.conv), "creating a descriptor");
+    m_plans.push_back(plan);  // destroyed with the device, whatever fails below
+    check(cudnnSetTensor4dDescriptor(plan.x, CUDNN_TENSOR_NCHW, type, dim(c.x_dims, 0), dim(c.x_dims, 1),
+                                     dim(c.x_dims, 2), dim(c.x_dims, 3)),
+          "describing x");
+    check(cudnnSetTensor4dDescriptor(plan.y, CUDNN_TENSOR_NCHW, type, dim(c.y_dims, 0), dim(c.y_dims, 1),
+                                     dim(c.y_dims, 2), dim(c.y_dims, 3)),
+          "describing y");
+    check(cudnnSetFilter4dDescriptor(plan.w, type, CUDNN_TENSOR_NCHW, dim(c.w_dims, 0), dim(c.w_dims, 1),
+                                     dim(c.w_dims, 2), dim(c.w_dims, 3)),
+          "describing w");
+    // Symmetric padding (the executor refuses other): pads are top, left, bottom, right.
+    check(cudnnSetConvolution2dDescriptor(plan.conv, static_cast<int>(c.pads[0]), static_cast<int>(c.pads[1]),
+                                          static_cast<int>(c.strides[0]), static_cast<int>(c.strides[1]),
+                                          static_cast<int>(c.dilations[0]), static_cast<int>(c.dilations[1]),
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          "describing the convolution");
+    check(cudnnSetConvolutionGroupCount(plan.conv, static_cast<int>(c.group)), "setting the groups");
+    const bool f32 = c.x.elem == Elem::kF32;
+    constexpr int kAsk = 16;
+    int found = 0;
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    bool chosen = false;
+    switch (c.pass) {
+      case ConvPass::kForward: {
+        cudnnConvolutionFwdAlgoPerf_t results[kAsk];
+        check(cudnnGetConvolutionForwardAlgorithm_v7(m_dnn, plan.x, plan.w, plan.conv, plan.y, kAsk, &found, results),
+              "ranking forward algorithms");
+        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
+          plan.algorithm = perf->algo;
+          plan.workspace_bytes = perf->memory;
+          math = perf->mathType;
+          chosen = true;
+        }
+        break;
+      }
+      case ConvPass::kGradInput: {
+        cudnnConvolutionBwdDataAlgoPerf_t results[kAsk];
+        check(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_dnn, plan.w, plan.y, plan.conv, plan.x, kAsk, &found,
+                                                          results),
+              "ranking backward-data algorithms");
+        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
+          plan.algorithm = perf->algo;
+          plan.workspace_bytes = perf->memory;
+          math = perf->mathType;
+          chosen = true;
+        }
+        break;
+      }
+      case ConvPass::kGradWeight: {
+        cudnnConvolutionBwdFilterAlgoPerf_t results[kAsk];
+        check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_dnn, plan.x, plan.y, plan.conv, plan.w, kAsk, &found,
+                                                            results),
+              "ranking backward-filter algorithms");
+        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
+          plan.algorithm = perf->algo;
+          plan.workspace_bytes = perf->memory;
+          math = perf->mathType;
+          chosen = true;
+        }
+        break;
+      }
+    }
+    if (!chosen) {
+      throw Error(ErrorKind::kUnsupported, std::string("cuDNN has no deterministic ") +
+                                               (f32 ? "FMA-math (non-TF32) " : "") +
+                                               "algorithm for this convolution; use --backend cpu");
+    }
+    check(cudnnSetConvolutionMathType(plan.conv, math), "setting the math type");
+    if (plan.workspace_bytes > 0) plan.workspace = allocate(plan.workspace_bytes);
+    m_plans.back() = plan;
+    return static_cast<int>(m_plans.size() - 1);
+  }
+
+  void conv(const ConvArgs& c) override {
+    const ConvPlan& plan = m_plans.at(static_cast<size_t>(c.plan));
+    const float alpha = 1.0f, beta = 0.0f;
+    switch (c.pass) {
+      case ConvPass::kForward:
+        check(cudnnConvolutionForward(m_dnn, &alpha, plan.x, c.x.data, plan.w, c.w.data, plan.conv,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm), plan.workspace,
+                                      plan.workspace_bytes, &beta, plan.y, c.y.data),
+              "convolution forward");
+        return;
+      case ConvPass::kGradInput:
+        check(cudnnConvolutionBackwardData(m_dnn, &alpha, plan.w, c.w.data, plan.y, c.y.data, plan.conv,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm), plan.workspace,
+                                           plan.workspace_bytes, &beta, plan.x, c.x.data),
+              "convolution backward data");
+        return;
+      case ConvPass::kGradWeight:
+        check(cudnnConvolutionBackwardFilter(m_dnn, &alpha, plan.x, c.x.data, plan.y, c.y.data, plan.conv,
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
+                                             plan.workspace, plan.workspace_bytes, &beta, plan.w, c.w.data),
+              "convolution backward filter");
+        return;
+    }
+  }
+
+  template <typename Functor>
+  void run(int64_t count, const Functor& functor) {
+    if (count <= 0) return;
+    forEach<<<blocksFor(count), kThreads, 0, m_stream>>>(count, functor);
+  }
+
+ private:
+  static uint64_t usedBytes() {
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "reading the memory in use");
+    return total - free;
+  }
+
+  cudaStream_t m_stream = nullptr;
+  cublasHandle_t m_blas = nullptr;
+  cudnnHandle_t m_dnn = nullptr;
+  cudaEvent_t m_start = nullptr, m_stop = nullptr;
+  std::vector<void*> m_buffers;
+  std::vector<ConvPlan> m_plans;
+  uint64_t m_baseline = 0, m_peak = 0;
+};
+
+std::unique_ptr<Device> makeCudaDevice() {
+  int devices = 0;
+  const cudaError_t status = cudaGetDeviceCount(&devices);
+  if (status != cudaSuccess || devices == 0) {
+    const std::string why = status != cudaSuccess ? cudaGetErrorString(status) : "0 devices";
+    throw Error(ErrorKind::kNoDevice, "no CUDA device found (" + why + ")");
+  }
+  return std::make_unique<GpuDevice>();
+}
+
+}  // namespace tpusim::reference::cuda

@@ -1,0 +1,98 @@
+#include "reference/cuda/host_device.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "reference/cpu/conv.hpp"
+
+namespace tpusim::reference::cuda {
+
+HostDevice::~HostDevice() {
+  for (void* buffer : m_buffers) std::free(buffer);
+}
+
+void* HostDevice::allocate(size_t bytes) {
+  void* buffer = std::calloc(bytes > 0 ? bytes : 1, 1);
+  if (buffer == nullptr) throw std::bad_alloc();
+  m_buffers.push_back(buffer);
+  m_allocated += bytes;
+  return buffer;
+}
+
+void HostDevice::upload(void* device, const void* host, size_t bytes) { std::memcpy(device, host, bytes); }
+void HostDevice::download(void* host, const void* device, size_t bytes) { std::memcpy(host, device, bytes); }
+void HostDevice::zero(void* device, size_t bytes) { std::memset(device, 0, bytes); }
+
+void HostDevice::startTimer() { m_start = std::chrono::steady_clock::now(); }
+
+double HostDevice::stopTimer() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+}
+
+void HostDevice::gemm(const GemmArgs& g) {
+  // The CPU executor's order (reference/cpu/kernels.hpp): each element sums k terms in float, in order.
+  const int64_t a_row = g.transpose_a ? 1 : g.k, a_inner = g.transpose_a ? g.m : 1;
+  const int64_t b_inner = g.transpose_b ? 1 : g.n, b_col = g.transpose_b ? g.k : 1;
+  for (int64_t e = 0; e < g.batch; ++e) {
+    for (int64_t row = 0; row < g.m; ++row) {
+      for (int64_t col = 0; col < g.n; ++col) {
+        float sum = 0;
+        for (int64_t i = 0; i < g.k; ++i) {
+          sum += loadFloat(g.a, e * g.a_stride + row * a_row + i * a_inner) *
+                 loadFloat(g.b, e * g.b_stride + i * b_inner + col * b_col);
+        }
+        storeFloat(g.c, (e * g.m + row) * g.n + col, sum);
+      }
+    }
+  }
+}
+
+namespace {
+
+size_t countOf(const int64_t* dims) { return static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]); }
+
+std::vector<double> valuesOf(const Ref& ref, const int64_t* dims) {
+  std::vector<double> values(countOf(dims));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = loadFloat(ref, static_cast<int64_t>(i));
+  return values;
+}
+
+void store(const std::vector<double>& values, const Ref& ref) {
+  for (size_t i = 0; i < values.size(); ++i) storeFloat(ref, static_cast<int64_t>(i), static_cast<float>(values[i]));
+}
+
+}  // namespace
+
+void HostDevice::conv(const ConvArgs& c) {
+  // The CPU executor's convolution loops, standing in for cuDNN.
+  const ConvShapes shapes{ir::Shape(c.x_dims, c.x_dims + 4), ir::Shape(c.w_dims, c.w_dims + 4),
+                          ir::Shape(c.y_dims, c.y_dims + 4)};
+  ir::ConvGeometry geometry;
+  geometry.strides = {c.strides[0], c.strides[1]};
+  geometry.pads = {c.pads[0], c.pads[1], c.pads[2], c.pads[3]};
+  geometry.dilations = {c.dilations[0], c.dilations[1]};
+  geometry.group = c.group;
+  switch (c.pass) {
+    case ConvPass::kForward: {
+      std::vector<double> y(countOf(c.y_dims));
+      convForward<float>(valuesOf(c.x, c.x_dims), valuesOf(c.w, c.w_dims), y, shapes, geometry, 1);
+      store(y, c.y);
+      return;
+    }
+    case ConvPass::kGradInput: {
+      std::vector<double> dx(countOf(c.x_dims));
+      convGradInput<float>(valuesOf(c.y, c.y_dims), valuesOf(c.w, c.w_dims), dx, shapes, geometry);
+      store(dx, c.x);
+      return;
+    }
+    case ConvPass::kGradWeight: {
+      std::vector<double> dw(countOf(c.w_dims));
+      convGradWeight<float>(valuesOf(c.x, c.x_dims), valuesOf(c.y, c.y_dims), dw, shapes, geometry);
+      store(dw, c.w);
+      return;
+    }
+  }
+}
+
+}  // namespace tpusim::reference::cuda

@@ -1,0 +1,119 @@
+// The CUDA executor on the host device (reference/cuda/host_device.hpp): its graph walk,
+// buffers and every kernel of its own (the functors nvcc compiles for the GPU) run here,
+// without a GPU, and give the CPU executor's bits: the kernels add in its order, round
+// once to the dtype and call the same float functions. (On a GPU, cuBLAS, cuDNN and the
+// GPU's exp and log differ in the last bits: cuda_executor_test.cpp bounds those.)
+#include <cmath>
+#include <cstring>
+
+#include <gtest/gtest.h>
+
+#include "reference/cpu/cpu_executor.hpp"
+#include "reference/cuda/cuda_executor.hpp"
+#include "reference/cuda/host_device.hpp"
+#include "sim/common/error.hpp"
+#include "tests/reference/cuda_op_cases.hpp"
+
+namespace tpusim::reference {
+namespace {
+
+bool sameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+
+// Every tensor of `graph`, bit for bit.
+void expectSameValues(const ir::Graph& graph, const std::vector<ir::TensorValue>& expected,
+                      const std::vector<ir::TensorValue>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    const ir::TensorValue& e = expected[static_cast<size_t>(tensor.id)];
+    const ir::TensorValue& a = actual[static_cast<size_t>(tensor.id)];
+    ASSERT_EQ(e.shape, a.shape) << tensor.name;
+    ASSERT_EQ(e.dtype, a.dtype) << tensor.name;
+    EXPECT_EQ(e.ints, a.ints) << tensor.name;
+    ASSERT_EQ(e.floats.size(), a.floats.size()) << tensor.name;
+    int reported = 0;
+    for (size_t i = 0; i < e.floats.size() && reported < 3; ++i) {
+      if (!sameBits(e.floats[i], a.floats[i])) {
+        ADD_FAILURE() << tensor.name << "[" << i << "]: cpu " << e.floats[i] << ", cuda (host) " << a.floats[i];
+        ++reported;
+      }
+    }
+  }
+}
+
+TimedRun onHost(const ir::Graph& graph, const Feeds& feeds) {
+  cuda::HostDevice device;
+  return CudaExecutor(graph).runTimedOn(device, feeds, {0, 1});
+}
+
+void expectLikeCpu(const ir::Graph& graph, const Feeds& feeds) {
+  expectSameValues(graph, CpuExecutor(graph, {}).run(feeds), onHost(graph, feeds).values);
+}
+
+void expectError(const std::function<void()>& run, ErrorKind kind, const std::string& text) {
+  try {
+    run();
+    FAIL() << "no error; expected: " << text;
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), kind) << error.what();
+    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
+  }
+}
+
+TEST(CudaHostDevice, RunsEveryOpFamilyAndTheMlpStepsBitForBitLikeTheCpuExecutor) {
+  for (const OpCase& c : cudaOpCases()) {
+    SCOPED_TRACE(c.name);
+    expectLikeCpu(c.graph, c.feeds);
+  }
+}
+
+TEST(CudaHostDevice, RefusesWhatTheGpuCannotRunNamingTheOp) {
+  ir::Graph div;
+  const int i = div.addInput("i", {4}, DType::kInt32, ir::TensorRole::kInput);
+  div.markOutput(div.binary(ir::OpType::kDiv, "idiv", i, i));
+  expectError([&] { CudaExecutor{div}; }, ErrorKind::kUnsupported,
+              "the CUDA executor cannot run op 'idiv' (Div): integer Div (a GPU kernel cannot report a division by "
+              "zero); use --backend cpu");
+  ir::Graph f64;
+  const int x = f64.addInput("x", {4}, DType::kF64, ir::TensorRole::kInput);
+  f64.markOutput(f64.relu("relu", x));
+  expectError([&] { CudaExecutor{f64}; }, ErrorKind::kUnsupported, "op 'relu' (Relu): f64 tensors are CPU only");
+  ir::Graph conv;
+  const int cx = conv.addInput("x", {1, 1, 5, 5}, DType::kF32, ir::TensorRole::kInput);
+  const int cw = conv.addWeight("w", {1, 1, 3, 3}, DType::kF32);
+  ir::ConvGeometry uneven;
+  uneven.pads = {0, 0, 1, 1};
+  conv.markOutput(conv.conv("conv", cx, cw, uneven));
+  expectError([&] { CudaExecutor{conv}; }, ErrorKind::kUnsupported, "this convolution's pads differ");
+  ir::Graph reduce;
+  const int rx = reduce.addInput("x", {4}, DType::kF32, ir::TensorRole::kInput);
+  reduce.markOutput(reduce.allReduce("ar", rx, ir::Reduction::kSum, 2));
+  expectError([&] { CudaExecutor{reduce}; }, ErrorKind::kUnsupported, "the CUDA reference runs one replica on one GPU");
+}
+
+TEST(CudaHostDevice, ChecksLabelsAndIndicesBeforeAnyKernelReadsThem) {
+  ir::Graph g;
+  const int logits = g.addInput("logits", {2, 3}, DType::kF32, ir::TensorRole::kInput);
+  const int labels = g.addInput("labels", {2}, DType::kInt64, ir::TensorRole::kLabel);
+  g.markOutput(g.softmaxCrossEntropy("loss", logits, labels));
+  const int table = g.addWeight("table", {4, 2}, DType::kF32);
+  const int ids = g.addInput("ids", {3}, DType::kInt64, ir::TensorRole::kInput);
+  g.markOutput(g.gather("rows", table, ids, 0));
+  Feeds feeds = randomFeeds(g, 9);
+  feeds["labels"].ints = {0, 3};
+  feeds["ids"].ints = {0, 1, 2};
+  expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput, "op 'loss': label 3 of row 1 is not a class id in [0, 3)");
+  feeds["labels"].ints = {0, 2};
+  feeds["ids"].ints = {0, -5, 2};
+  expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput,
+              "op 'rows': index -5 is out of range for a dimension of 4");
+}
+
+TEST(CudaHostDevice, ReportsTheMemoryItsBuffersTake) {
+  ir::Graph g;
+  const int a = g.addInput("a", {8, 16}, DType::kBF16, ir::TensorRole::kInput);  // 2 bytes an element
+  g.markOutput(g.relu("relu", a));
+  EXPECT_EQ(onHost(g, randomFeeds(g, 10)).device_peak_bytes, 2u * 8 * 16 * 2);
+}
+
+}  // namespace
+}  // namespace tpusim::reference

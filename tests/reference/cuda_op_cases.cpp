@@ -1,0 +1,205 @@
+#include "tests/reference/cuda_op_cases.hpp"
+
+#include <cmath>
+#include <random>
+
+#include "api/functional.hpp"
+#include "api/session.hpp"
+#include "sim/common/numerics.hpp"
+
+namespace tpusim::reference {
+
+Feeds randomFeeds(const ir::Graph& graph, unsigned seed, double low, double high) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> uniform(low, high);
+  Feeds feeds;
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (graph.producer(tensor.id) != nullptr) continue;
+    ir::TensorValue value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
+    for (double& v : value.floats) v = numerics::roundTo(tensor.dtype, uniform(rng));
+    for (int64_t& v : value.ints) v = static_cast<int64_t>(std::floor(uniform(rng)));
+    feeds[tensor.name] = std::move(value);
+  }
+  return feeds;
+}
+
+namespace {
+
+OpCase elementwiseOps() {
+  ir::Graph g;
+  const int a = g.addInput("a", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);
+  const int b = g.addInput("b", {3, 1}, DType::kF32, ir::TensorRole::kInput);
+  const int i = g.addInput("i", {2, 1, 4}, DType::kInt32, ir::TensorRole::kInput);
+  const int j = g.addInput("j", {4}, DType::kInt32, ir::TensorRole::kInput);
+  for (ir::OpType type : {ir::OpType::kAdd, ir::OpType::kSub, ir::OpType::kMul, ir::OpType::kDiv, ir::OpType::kMaximum,
+                          ir::OpType::kMinimum}) {
+    g.markOutput(g.binary(type, std::string(ir::opTypeName(type)), a, b));
+    if (type != ir::OpType::kDiv) g.markOutput(g.binary(type, std::string(ir::opTypeName(type)) + ".int", i, j));
+  }
+  const int less = g.compare(ir::CompareDirection::kLt, "less", a, b);
+  g.markOutput(g.where("where", less, a, g.scale("half", b, 0.5)));
+  g.markOutput(g.compare(ir::CompareDirection::kGe, "ge.int", i, j));
+  g.markOutput(g.pow("pow", g.unary(ir::UnaryKind::kAbs, "abs", a), b));
+  return {"elementwise ops, broadcast, on floats and integers", g, randomFeeds(g, 1, -3, 3)};
+}
+
+OpCase unaryOps() {
+  ir::Graph g;
+  const int x = g.addInput("x", {5, 7}, DType::kF32, ir::TensorRole::kInput);
+  const int dy = g.addInput("dy", {5, 7}, DType::kF32, ir::TensorRole::kInput);
+  for (ir::UnaryKind kind : {ir::UnaryKind::kAbs, ir::UnaryKind::kErf, ir::UnaryKind::kExp, ir::UnaryKind::kLog,
+                             ir::UnaryKind::kNeg, ir::UnaryKind::kReciprocal, ir::UnaryKind::kSigmoid,
+                             ir::UnaryKind::kSqrt, ir::UnaryKind::kTanh, ir::UnaryKind::kRound}) {
+    const std::string name = ir::unaryKindName(kind);
+    const int y = g.unary(kind, name, x);
+    g.markOutput(g.unaryGrad(kind, name + ".grad", dy, x, y));
+  }
+  g.markOutput(g.reluGrad("relu.grad", dy, g.relu("relu", x)));
+  return {"unary ops and their gradients", g, randomFeeds(g, 2, -3, 3)};  // log and sqrt of negatives: NaN on both
+}
+
+OpCase casts() {
+  ir::Graph g;
+  const int x = g.addInput("x", {64}, DType::kF32, ir::TensorRole::kInput);
+  const int n = g.addInput("n", {64}, DType::kInt64, ir::TensorRole::kInput);
+  for (DType to : {DType::kBF16, DType::kF16, DType::kInt8, DType::kUInt8, DType::kInt32, DType::kBool}) {
+    const int cast = g.cast(std::string("to_") + dtypeName(to), x, to);
+    if (isFloatingDType(to)) g.markOutput(g.scale(std::string("scaled_") + dtypeName(to), cast, 3.0));
+    g.markOutput(g.cast(std::string("int_to_") + dtypeName(to), n, to));
+  }
+  Feeds feeds = randomFeeds(g, 3, -300, 300);
+  feeds["x"].floats[0] = 70000;  // f16 overflows to infinity
+  feeds["x"].floats[1] = 1e-6;   // an f16 subnormal
+  feeds["x"].floats[2] = std::nan("");
+  return {"casts to each dtype", g, feeds};
+}
+
+OpCase dataMovement() {
+  ir::Graph g;
+  const int x = g.addInput("x", {3, 4, 5}, DType::kBF16, ir::TensorRole::kInput);
+  const int ids = g.addInput("ids", {6}, DType::kInt64, ir::TensorRole::kInput);
+  const int table = g.addWeight("table", {10, 4}, DType::kF32);
+  g.markOutput(g.transpose("t", x, {2, 0, 1}));
+  const int s = g.stridedSlice("s", x, {2, 1, 4}, {-1, 2, -2}, {2, 2, 3});
+  const ir::Op slice = *g.producer(s);  // a copy: the builder below appends to the graph's ops
+  g.markOutput(g.sliceGrad("s.grad", s, slice, {3, 4, 5}));
+  g.markOutput(g.concat("cat", {x, g.scale("x2", x, 2.0)}, 1));
+  g.markOutput(g.broadcastTo("wide", g.reduce("sum", x, ir::Reduction::kSum, {1}, true), {3, 4, 5}));
+  const int rows = g.gather("rows", table, ids, 0);
+  g.markOutput(rows);
+  g.markOutput(g.gatherGrad("rows.grad", rows, ids, {10, 4}, 0));
+  const int dy = g.addInput("dy", {3, 6, 5}, DType::kBF16, ir::TensorRole::kInput);
+  g.markOutput(g.gatherGrad("dy.rows.grad", dy, ids, {3, 10, 5}, 1));  // bf16: float sums, then rounded
+  Feeds feeds = randomFeeds(g, 4);
+  feeds["ids"].ints = {3, -1, 3, 0, 9, 3};  // repeated indices add up; -1 is the last row
+  return {"transpose, slices, concat, broadcast, gathers", g, feeds};
+}
+
+OpCase reductions() {
+  ir::Graph g;
+  const int x = g.addInput("x", {4, 6, 5}, DType::kF32, ir::TensorRole::kInput);
+  const int n = g.addInput("n", {4, 6}, DType::kInt64, ir::TensorRole::kInput);
+  const std::pair<const char*, ir::Reduction> reductions[] = {
+      {"sum", ir::Reduction::kSum}, {"mean", ir::Reduction::kMean}, {"max", ir::Reduction::kMax}, {"min", ir::Reduction::kMin}};
+  for (const auto& [name, r] : reductions) g.markOutput(g.reduce(name, x, r, {0, 2}, false));
+  g.markOutput(g.reduce("nmax", n, ir::Reduction::kMax, {1}, true));
+  g.markOutput(g.reduceSumTo("to", x, {6, 1}));
+  g.markOutput(g.softmax("softmax", x, 1, false));
+  g.markOutput(g.softmax("log_softmax", x, 2, true));
+  return {"reductions and softmaxes", g, randomFeeds(g, 5, -9, 9)};
+}
+
+OpCase losses() {
+  ir::Graph g;
+  const int logits = g.addInput("logits", {6, 5}, DType::kF32, ir::TensorRole::kInput);
+  const int labels = g.addInput("labels", {6}, DType::kInt64, ir::TensorRole::kLabel);
+  g.markOutput(g.softmaxCrossEntropy("sce", logits, labels));
+  g.markOutput(g.softmaxCrossEntropyGrad("sce.grad", logits, labels));
+  const int logp = g.addInput("logp", {3, 5, 2}, DType::kF32, ir::TensorRole::kInput);
+  const int targets = g.addInput("targets", {3, 2}, DType::kInt64, ir::TensorRole::kLabel);
+  const int weights = g.addInput("weights", {5}, DType::kF32, ir::TensorRole::kInput);
+  const std::pair<const char*, ir::Reduction> reductions[] = {
+      {"nll_none", ir::Reduction::kNone}, {"nll_sum", ir::Reduction::kSum}, {"nll_mean", ir::Reduction::kMean}};
+  for (const auto& [label, r] : reductions) {
+    const std::string name = label;
+    const int loss = g.nllLoss(name, logp, targets, weights, r, int64_t{4});
+    g.markOutput(loss);
+    const ir::Op loss_op = *g.producer(loss);  // a copy: the builder appends to the graph's ops
+    if (r != ir::Reduction::kNone) g.markOutput(g.nllLossGrad(name + ".grad", loss_op));
+  }
+  const int t = g.addInput("t", {6, 5}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.mseLoss("mse", logits, t));
+  g.markOutput(g.mseLossGrad("mse.grad", logits, t));
+  Feeds feeds = randomFeeds(g, 6);
+  feeds["labels"].ints = {0, 4, 2, 2, 1, 3};
+  feeds["targets"].ints = {1, 4, 0, 3, 4, 2};  // 4 is ignored
+  return {"losses and their gradients", g, feeds};
+}
+
+OpCase convolutionsAndPools() {
+  ir::Graph g;
+  const ir::Shape x_shape{2, 4, 9, 8}, w_shape{6, 2, 3, 3};
+  const int x = g.addInput("x", x_shape, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addInput("w", w_shape, DType::kF32, ir::TensorRole::kInput);
+  ir::ConvGeometry conv;
+  conv.strides = {2, 1};
+  conv.pads = {1, 2, 1, 2};
+  conv.dilations = {1, 2};
+  conv.group = 2;
+  const int y = g.conv("conv", x, w, conv);
+  const int dy = g.addInput("dy", g.tensor(y).shape, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.convGradInput("conv.dx", dy, w, x_shape, conv));
+  g.markOutput(g.convGradWeight("conv.dw", x, dy, w_shape, conv));
+  for (bool max : {true, false}) {
+    ir::PoolGeometry pool;
+    pool.max = max;
+    pool.kernel = {3, 2};
+    pool.strides = {2, 2};
+    pool.pads = {1, 0, 1, 1};
+    pool.ceil_mode = true;
+    pool.count_include_pad = !max;
+    const std::string name = max ? "max" : "avg";
+    const int p = g.pool(name, x, pool);
+    const int dp = g.addInput("d" + name, g.tensor(p).shape, DType::kF32, ir::TensorRole::kInput);
+    g.markOutput(g.poolGrad(name + ".grad", dp, x, pool));
+    if (max) g.markOutput(g.poolArgmax("argmax", x, pool));
+  }
+  return {"convolutions and pools with their gradients", g, randomFeeds(g, 7)};
+}
+
+OpCase lowPrecisionMatmuls(DType dtype) {
+  ir::Graph g;
+  const int a = g.addInput("a", {2, 9, 16}, dtype, ir::TensorRole::kInput);
+  const int b = g.addWeight("b", {16, 5}, dtype);
+  g.markOutput(g.matmul("mm", a, b, false, false));
+  g.markOutput(g.matmul("mm.t", a, a, true, false));
+  return {std::string(dtypeName(dtype)) + " MatMuls", g, randomFeeds(g, 8)};
+}
+
+// The model's training step as `tpusim reference` builds it.
+OpCase modelStep(const std::string& model, int64_t batch, const std::string& optimizer, const std::string& precision) {
+  RunRequest request;
+  request.model_path = std::string(TPUSIM_SOURCE_DIR "/traces/") + model;
+  request.batch = batch;
+  request.optimizer = optimizer;
+  request.precision = precision;
+  const ModelGraph built = buildModelGraph(request);
+  const NamedValues inputs = generatedInputs(built, 3);
+  return {model + " training step, " + optimizer + ", " + precision, built.graph,
+          completeFeeds(built, {inputs.begin(), inputs.end()})};
+}
+
+}  // namespace
+
+std::vector<OpCase> cudaOpCases() {
+  std::vector<OpCase> cases{elementwiseOps(), unaryOps(),  casts(),
+                            dataMovement(),   reductions(), losses(),
+                            convolutionsAndPools(), lowPrecisionMatmuls(DType::kBF16), lowPrecisionMatmuls(DType::kF16)};
+  for (const char* optimizer : {"sgd", "momentum", "adam", "adagrad", "lars"}) {
+    cases.push_back(modelStep("mlp.onnx", 8, optimizer, "float32"));
+  }
+  for (const char* precision : {"mixed_bfloat16", "mixed_float16"}) cases.push_back(modelStep("mlp.onnx", 8, "adam", precision));
+  return cases;
+}
+
+}  // namespace tpusim::reference
