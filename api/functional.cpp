@@ -52,6 +52,23 @@ ir::TensorValue generated(const ir::Graph& graph, const ir::Tensor& tensor, uint
   return value;
 }
 
+// A made-up weight (frontend/import/weight_init.hpp): its own stream of the seed, apart from the inputs'.
+ir::TensorValue madeUp(const ir::Tensor& tensor, const WeightInit& init, uint64_t seed) {
+  ir::TensorValue value = ir::TensorValue::zeros(tensor.shape, tensor.dtype);
+  if (!ir::TensorValue::isFloating(tensor.dtype)) return value;  // integer weights: 0
+  if (init.kind == WeightInit::Kind::kOnes) {
+    std::fill(value.floats.begin(), value.floats.end(), 1.0);
+  } else if (init.kind == WeightInit::Kind::kUniform) {
+    uint64_t stream = seed ^ 0x9e3779b97f4a7c15ull;
+    for (char ch : tensor.name) stream = stream * 1099511628211ull + static_cast<unsigned char>(ch);
+    std::mt19937_64 rng(stream);
+    std::uniform_real_distribution<double> uniform(-init.bound, init.bound);
+    for (double& v : value.floats) v = uniform(rng);
+    numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
+  }
+  return value;
+}
+
 nlohmann::ordered_json describe(const std::string& name, const ir::TensorValue& value) {
   nlohmann::ordered_json entry;
   entry["name"] = name;
@@ -89,6 +106,37 @@ NamedValues generatedInputs(const ModelGraph& built, uint64_t seed) {
   return inputs;
 }
 
+NamedValues generatedWeights(const ModelGraph& built, uint64_t seed) {
+  NamedValues weights;
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    const auto init = built.model.weight_inits.find(tensor.name);
+    if (init == built.model.weight_inits.end() || built.graph.producer(tensor.id) != nullptr) continue;
+    weights.emplace_back(tensor.name, madeUp(tensor, init->second, seed));
+  }
+  return weights;
+}
+
+nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t seed) {
+  std::map<std::string, int> rules;
+  int64_t count = 0;
+  for (const ir::Tensor& tensor : built.graph.tensors()) {
+    const auto init = built.model.weight_inits.find(tensor.name);
+    if (init == built.model.weight_inits.end() || built.graph.producer(tensor.id) != nullptr) continue;
+    ++count;
+    // The rule without its fan-in, so that the summary counts kinds of weight.
+    ++rules[init->second.rule.substr(0, init->second.rule.find(", fan_in"))];
+  }
+  nlohmann::ordered_json summary;
+  summary["count"] = count;
+  summary["seed"] = seed;
+  summary["method"] =
+      "the model stores its weights' shapes only: their values are made up, PyTorch's default initializations "
+      "chosen by the op that reads each weight (frontend/import/weight_init.hpp); the same seed gives the same "
+      "values to tpusim run --functional and tpusim reference";
+  summary["rules"] = rules;
+  return summary;
+}
+
 std::vector<int> stepOutputIds(const ir::Graph& graph) {
   std::vector<int> ids = graph.outputs();
   for (const ir::Op& op : graph.ops()) {
@@ -99,13 +147,10 @@ std::vector<int> stepOutputIds(const ir::Graph& graph) {
 
 FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw) {
   const ModelGraph built = buildModelGraph(request);
-  if (built.model.shape_only_weights) {
-    throw Error(ErrorKind::kUnsupported, "--functional needs the model's weight values, and " + request.model_path +
-                                             " stores shapes only (export it with weights)");
-  }
   FunctionalRun run;
   run.inputs = generatedInputs(built, request.seed);
   std::map<std::string, ir::TensorValue> feeds(run.inputs.begin(), run.inputs.end());
+  for (auto& [name, value] : generatedWeights(built, request.seed)) feeds.emplace(name, std::move(value));
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
   const auto& tensors = built.graph.tensors();
   const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
@@ -135,6 +180,7 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   s["rows"] = mxu.rows;
   s["matmul_precision"] = request.matmul_precision;
   s["seed"] = request.seed;
+  if (!built.model.weight_inits.empty()) s["generated_weights"] = generatedWeightsSummary(built, request.seed);
   if (loss_scaled) {
     s["loss_scaling"] = {
         {"method",

@@ -23,9 +23,16 @@ struct FunctionalRun {
 // The MXU numerics of a preset and a request.
 reference::MxuNumericsOptions mxuNumericsOf(const HardwareParams& hw, const RunRequest& request);
 
-// Throws Error (kUnsupported) for a model whose weights are shapes only (a saved
-// Program is refused by buildModelGraph).
+// A saved Program is refused by buildModelGraph. A model whose weights are shapes only
+// runs with made-up weights (generatedWeights), said in the summary.
 FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw);
+
+// Values for the weights a shape-only model left out (ImportedModel::weight_inits), by
+// frontend/import/weight_init.hpp's rules, deterministic for `seed`: the same for the
+// functional run and the reference backends. Empty for a model with all its weights.
+NamedValues generatedWeights(const ModelGraph& built, uint64_t seed);
+// report.json's "generated_weights": how many, the seed, the method and the rules used.
+nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t seed);
 
 // The generated inputs and labels of a graph (see FunctionalRun::inputs), for
 // `seed`: the same for the functional run and the reference backends.

@@ -1,10 +1,12 @@
 #include "api/reference_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <thread>
 
 #include "api/functional.hpp"
+#include "frontend/passes/data_parallel.hpp"
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cuda/cuda_device.hpp"
 #include "reference/cuda/cuda_executor.hpp"
@@ -48,22 +50,52 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
     throw Error(ErrorKind::kUnsupported,
                 "--numerics mxu runs on the CPU backend only (the CUDA executor computes as cuBLAS and cuDNN do)");
   }
+  const RunRequest& run = request.run;
+  if (!run.topology.empty() || run.data_parallel > 1 || run.tensor_parallel != 1 || run.pipeline_parallel != 1) {
+    throw Error(ErrorKind::kUnsupported,
+                "tpusim reference runs on this machine's devices: --topology, --dp, --tp and --pp describe the "
+                "simulated slice; use --replicas N for data parallel over N GPUs");
+  }
+  if (request.replicas < 1) throw Error(ErrorKind::kInvalidConfig, "--replicas must be at least 1");
+  if (request.replicas > 1 && !cuda) {
+    throw Error(ErrorKind::kUnsupported, "--replicas " + std::to_string(request.replicas) +
+                                             " runs on that many GPUs with NCCL (--backend cuda); the CPU reference "
+                                             "runs one replica");
+  }
   std::optional<reference::CudaDevice> device;
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
-  const HardwareParams hw = resolveHardware(request.run);
-  const ModelGraph built = buildModelGraph(request.run);
-  if (built.model.shape_only_weights) {
-    throw Error(ErrorKind::kUnsupported, "the reference run needs the model's weight values, and " +
-                                             request.run.model_path + " stores shapes only (export it with weights)");
-  }
+  const HardwareParams hw = resolveHardware(run);
+  const ModelGraph built = buildModelGraph(run);
+  // Data parallel: each replica's gradients summed across the replicas before the optimizer
+  // reads them, the simulator's data-parallel graph (frontend/passes/data_parallel.hpp).
+  const ir::Graph graph = allReduceGradients(built.graph, request.replicas);
   ReferenceOutcome outcome;
-  outcome.inputs = generatedInputs(built, request.run.seed);
+  outcome.inputs = generatedInputs(built, run.seed);
   reference::CpuOptions options{request.threads, std::nullopt};
-  if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, request.run);
-  const std::map<std::string, ir::TensorValue> feeds =
-      completeFeeds(built, {outcome.inputs.begin(), outcome.inputs.end()});
-  const reference::TimedRun timed = cuda ? reference::CudaExecutor(built.graph).runTimed(feeds, request.timing)
-                                         : reference::CpuExecutor(built.graph, options).runTimed(feeds, request.timing);
+  if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
+  const NamedValues weights = generatedWeights(built, run.seed);
+  // Replica r's inputs come from seed + r (replica 0's are the single replica's); the weights are shared.
+  std::vector<std::map<std::string, ir::TensorValue>> feeds;
+  for (int64_t replica = 0; replica < request.replicas; ++replica) {
+    const NamedValues inputs = replica == 0 ? outcome.inputs : generatedInputs(built, run.seed + replica);
+    std::map<std::string, ir::TensorValue> given(inputs.begin(), inputs.end());
+    given.insert(weights.begin(), weights.end());
+    feeds.push_back(completeFeeds(built, std::move(given)));
+  }
+  std::vector<reference::TimedRun> runs;
+  if (cuda) {
+    runs = reference::CudaExecutor(graph, request.replicas).runReplicas(feeds, request.timing);
+  } else {
+    runs.push_back(reference::CpuExecutor(graph, options).runTimed(feeds.front(), request.timing));
+  }
+  // An op's time is its slowest replica's; the values are replica 0's.
+  reference::TimedRun timed = runs.front();
+  for (const reference::TimedRun& replica : runs) {
+    for (size_t i = 0; i < timed.op_seconds.size(); ++i) {
+      timed.op_seconds[i] = std::max(timed.op_seconds[i], replica.op_seconds[i]);
+    }
+    timed.device_peak_bytes = std::max(timed.device_peak_bytes, replica.device_peak_bytes);
+  }
 
   nlohmann::ordered_json& r = outcome.report;
   r["schema_version"] = 1;
@@ -80,15 +112,30 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   r["numerics"] = request.numerics;
   if (options.mxu) r["matmul_precision"] = request.run.matmul_precision;
   r["seed"] = request.run.seed;
+  if (!built.model.weight_inits.empty()) r["generated_weights"] = generatedWeightsSummary(built, request.run.seed);
   r["timing"] = {{"method", cuda ? "CUDA events around each op on one stream; warm-up runs, then the median of "
                                    "the repeats"
                                  : "wall clock (steady_clock) per op; warm-up runs, then the median of the repeats"},
                  {"warmup", request.timing.warmup},
                  {"repeats", request.timing.repeats}};
+  r["replicas"] = request.replicas;
+  if (request.replicas > 1) {
+    r["replicas_method"] =
+        "data parallel on GPUs 0.." + std::to_string(request.replicas - 1) +
+        ": each replica's gradients summed across them with NCCL before the optimizer reads them; replica r's "
+        "inputs are generated from seed + r; an op's time is its slowest replica's; the values are replica 0's";
+    nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+    for (const reference::TimedRun& replica : runs) {
+      double total = 0;
+      for (double seconds : replica.op_seconds) total += seconds;
+      steps.push_back(total);
+    }
+    r["replica_step_time_s"] = steps;
+  }
   double step = 0;
   nlohmann::ordered_json per_op = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < built.graph.ops().size(); ++i) {
-    const ir::Op& op = built.graph.ops()[i];
+  for (size_t i = 0; i < graph.ops().size(); ++i) {
+    const ir::Op& op = graph.ops()[i];
     nlohmann::ordered_json entry;
     entry["op"] = op.name;
     entry["type"] = ir::opTypeName(op.type);
@@ -99,7 +146,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   r["step_time_s"] = step;  // the sum of the per-op medians: the executor runs one op at a time
   // CUDA: measured (the device memory in use, above what the process held before); CPU: every
   // tensor at its dtype's size (the executor holds each value to the end of the step).
-  r["peak_memory_bytes"] = cuda ? timed.device_peak_bytes : tensorBytes(built.graph);
+  r["peak_memory_bytes"] = cuda ? timed.device_peak_bytes : tensorBytes(graph);
   r["peak_memory_method"] = cuda ? "measured: device memory in use after each op (cudaMemGetInfo), above the "
                                    "baseline before the step"
                                  : "every tensor at its dtype's size, all held to the end of the step";
@@ -107,9 +154,9 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   r["inputs"] = nlohmann::ordered_json::array();
   for (const auto& [name, value] : outcome.inputs) r["inputs"].push_back(describe(name, "", value));
   r["outputs"] = nlohmann::ordered_json::array();
-  for (int id : stepOutputIds(built.graph)) {
-    const ir::Tensor& tensor = built.graph.tensor(id);
-    const ir::Op* producer = built.graph.producer(id);
+  for (int id : stepOutputIds(graph)) {
+    const ir::Tensor& tensor = graph.tensor(id);
+    const ir::Op* producer = graph.producer(id);
     const ir::TensorValue& value = timed.values[static_cast<size_t>(id)];
     outcome.outputs.emplace_back(tensor.name, value);
     r["outputs"].push_back(describe(tensor.name, producer ? producer->name : "", value));

@@ -22,6 +22,7 @@ struct ReferenceRequest {
   std::string backend = "cpu";       // cpu or cuda
   std::string numerics = "reference";  // reference (the kernels' own order) or mxu (as the preset's MXUs compute)
   int threads = 1;                   // CPU backend
+  int64_t replicas = 1;              // cuda: data parallel over this many GPUs (NCCL all-reduce)
   reference::TimingOptions timing;
 };
 
@@ -32,7 +33,9 @@ struct ReferenceOutcome {
 };
 
 // Throws Error: kInvalidConfig for an unknown backend or numerics, kNoDevice for
-// the cuda backend without a CUDA GPU, kUnsupported where this build has no CUDA.
+// the cuda backend without a CUDA GPU (or fewer GPUs than replicas), kUnsupported where
+// this build has no CUDA, for replicas on the CPU backend and for a simulated slice
+// (--topology, --dp, --tp, --pp).
 ReferenceOutcome runReferenceBackend(const ReferenceRequest& request);
 
 }  // namespace tpusim

@@ -186,14 +186,15 @@ py::dict compile(const std::string& path, const std::string& output, const std::
 // `tpusim reference`: the reference backend's timed step as its report (written with
 // its tensors to `out` when given, for compare()).
 py::object referenceReport(const std::string& path, std::optional<std::string> out, const std::string& backend,
-                           const std::string& numerics, int threads, int warmup, int repeats, const std::string& hw,
-                           std::optional<std::string> mode, std::optional<int64_t> batch,
+                           const std::string& numerics, int threads, int64_t replicas, int warmup, int repeats,
+                           const std::string& hw, std::optional<std::string> mode, std::optional<int64_t> batch,
                            std::optional<py::dict> overrides, const py::kwargs& training) {
   tpusim::ReferenceRequest request;
   request.run = modelRequest(path, hw, std::move(mode), batch, overrides, training);
   request.backend = backend;
   request.numerics = numerics;
   request.threads = threads;
+  request.replicas = replicas;
   request.timing.warmup = warmup;
   request.timing.repeats = repeats;
   tpusim::ReferenceOutcome outcome;
@@ -369,11 +370,13 @@ PYBIND11_MODULE(_core, m) {
         "run()'s keyword arguments.");
   m.def("reference_report", &referenceReport, py::arg("path"), py::arg("out") = py::none(),
         py::arg("backend") = "cpu", py::arg("numerics") = "reference", py::arg("threads") = 1,
-        py::arg("warmup") = 1, py::arg("repeats") = 3, py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
+        py::arg("replicas") = 1, py::arg("warmup") = 1, py::arg("repeats") = 3, py::arg("hw") = "tpuv4",
+        py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
         "Run one step on a reference backend (cpu, or cuda), timed per op, as tpusim reference; returns its "
         "report as a dict, written with the step's tensors to directory `out` when given (for compare). seed= "
-        "sets the generated inputs, as run(functional=True, seed=...).");
+        "sets the generated inputs, as run(functional=True, seed=...); replicas= runs data parallel over that many "
+        "GPUs (cuda).");
   m.def(
       "compare",
       [](const std::string& sim_report, const std::string& ref_report) {

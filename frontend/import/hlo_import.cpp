@@ -350,6 +350,7 @@ Value Importer::importConstant(const HloInstruction& ins, const std::string& nam
   const int tensor = m_graph.addConstant(name, shape, dtype);
   if (elided) {  // constant({...}): a dump that left the values out; timing needs none
     m_result.shape_only_weights = true;
+    m_result.weight_inits[name] = weightInitFor("", -1, shape, false);
     return {tensor, {}, false};
   }
   const auto count = static_cast<size_t>(ir::elementCount(shape));

@@ -81,6 +81,7 @@ ImportedModel Importer::run() {
     }
   }
   for (const auto& node : graph.node()) importNode(node);
+  chooseWeightInits();
   if (graph.output_size() == 0) invalid("the graph has no outputs");
   for (const auto& output : graph.output()) {
     if (output.name().empty()) invalid("a graph output has no name");
@@ -125,8 +126,24 @@ void Importer::addInitializer(const onnx::TensorProto& init) {
                           init.int64_data_size() == 0 && init.double_data_size() == 0 && elementCountOf(init) > 0;
   if (shape_only) {
     m_result.shape_only_weights = true;
+    m_shape_only[init.name()] = shape;
   } else {
     m_result.initializers.emplace(init.name(), decodeOnnxTensor(init));
+  }
+}
+
+void Importer::chooseWeightInits() {
+  for (const auto& node : m_model.graph().node()) {
+    for (int i = 0; i < node.input_size(); ++i) {
+      const auto weight = m_shape_only.find(node.input(i));
+      if (weight == m_shape_only.end() || m_result.weight_inits.count(weight->first)) continue;
+      bool trans_b = false;
+      for (const auto& attr : node.attribute()) trans_b = trans_b || (attr.name() == "transB" && attr.i() != 0);
+      m_result.weight_inits[weight->first] = weightInitFor(node.op_type(), i, weight->second, trans_b);
+    }
+  }
+  for (const auto& [name, shape] : m_shape_only) {
+    if (!m_result.weight_inits.count(name)) m_result.weight_inits[name] = weightInitFor("", -1, shape, false);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
+#include "frontend/import/weight_init.hpp"
 
 namespace onnx {
 class ModelProto;
@@ -40,6 +41,9 @@ struct ImportedModel {
   bool has_loss = false;                                // the model computes its own loss (SoftmaxCrossEntropyLoss)
   std::map<std::string, ir::TensorValue> initializers;  // weight values by tensor name
   bool shape_only_weights = false;                      // some initializers carry shapes but no values
+  // Those initializers, by name: how values are made up for them where a run needs values
+  // (the reference backends, --functional; frontend/import/weight_init.hpp).
+  std::map<std::string, WeightInit> weight_inits;
 };
 
 // The ops the importer understands, for error messages and docs.

@@ -92,6 +92,8 @@ class Importer {
   void checkOpset();
 
   void addInitializer(const onnx::TensorProto& init);
+  // For each shape-only initializer, how its values are made up, from the first node that reads it.
+  void chooseWeightInits();
 
   void addGraphInput(const onnx::ValueInfoProto& input);
 
@@ -203,6 +205,7 @@ class Importer {
   ImportedModel m_result;
   std::map<std::string, int> m_values;
   std::map<std::string, ir::TensorValue> m_constants;  // compile-time values not in the graph (yet)
+  std::map<std::string, ir::Shape> m_shape_only;       // initializers without values
   int m_unnamed = 0;
 };
 

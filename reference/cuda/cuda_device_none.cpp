@@ -1,4 +1,4 @@
-// The build without CUDA (CMake found no nvcc or no cuDNN): the cuda backend says so.
+// The build without CUDA (CMake found no nvcc, cuDNN or NCCL): the cuda backend says so.
 #include "reference/cuda/cuda_device.hpp"
 #include "reference/cuda/device.hpp"
 
@@ -12,7 +12,7 @@ namespace {
 
 [[noreturn]] void notBuilt() {
   throw Error(ErrorKind::kUnsupported,
-              "this tpusim was built without CUDA (CMake found no nvcc, or no cuDNN): rebuild where nvcc is on "
+              "this tpusim was built without CUDA (CMake found no nvcc, or no cuDNN or NCCL): rebuild where nvcc is on "
               "PATH or at /usr/local/cuda");
 }
 
@@ -20,6 +20,6 @@ namespace {
 
 CudaDevice firstCudaDevice() { notBuilt(); }
 
-std::unique_ptr<cuda::Device> cuda::makeCudaDevice() { notBuilt(); }
+cuda::DeviceGroup cuda::makeCudaDevices(int) { notBuilt(); }
 
 }  // namespace tpusim::reference

@@ -101,12 +101,15 @@ ir::TensorValue hostValue(const ir::Tensor& tensor, const std::vector<unsigned c
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) {
+CudaExecutor::CudaExecutor(const ir::Graph& graph, int64_t replicas) : m_graph(graph), m_replicas(replicas) {
+  if (replicas < 1) throw Error(ErrorKind::kInvalidConfig, "the CUDA executor needs at least one replica");
   for (const ir::Op& op : graph.ops()) {
-    const std::string why = cuda::unsupportedReason(graph, op);
+    const std::string why = cuda::unsupportedReason(graph, op, replicas);
     if (!why.empty()) {
+      // (The CPU executor runs every op but a cross-replica AllReduce.)
+      const char* instead = op.type == OpType::kAllReduce ? "" : "; use --backend cpu";
       throw Error(ErrorKind::kUnsupported, "the CUDA executor cannot run op '" + op.name + "' (" +
-                                               ir::opTypeName(op.type) + "): " + why + "; use --backend cpu");
+                                               ir::opTypeName(op.type) + "): " + why + instead);
     }
   }
   for (const ir::Tensor& tensor : graph.tensors()) {
@@ -117,18 +120,51 @@ CudaExecutor::CudaExecutor(const ir::Graph& graph) : m_graph(graph) {
   }
 }
 
+namespace {
+
+[[noreturn]] void replicaCountMismatch(int64_t replicas, size_t given) {
+  throw Error(ErrorKind::kInternal, "the CUDA executor was made for " + std::to_string(replicas) + " replica(s), and " +
+                                        std::to_string(given) + " were given");
+}
+
+}  // namespace
+
 TimedRun CudaExecutor::runTimed(const std::map<std::string, ir::TensorValue>& feeds,
                                 const TimingOptions& timing) const {
-  checkTimingOptions(timing);
-  const std::vector<ir::TensorValue> fed = bound(feeds);  // bad feeds are refused before a device is sought
-  std::unique_ptr<cuda::Device> device = cuda::makeCudaDevice();
-  return runBound(*device, fed, timing);
+  return runReplicas({feeds}, timing).front();
 }
 
 TimedRun CudaExecutor::runTimedOn(cuda::Device& device, const std::map<std::string, ir::TensorValue>& feeds,
                                   const TimingOptions& timing) const {
   checkTimingOptions(timing);
-  return runBound(device, bound(feeds), timing);
+  if (m_replicas != 1) replicaCountMismatch(m_replicas, 1);
+  return runBound({&device}, nullptr, {bound(feeds)}, timing).front();
+}
+
+std::vector<TimedRun> CudaExecutor::runReplicas(const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
+                                                const TimingOptions& timing) const {
+  checkTimingOptions(timing);
+  if (static_cast<int64_t>(feeds.size()) != m_replicas) replicaCountMismatch(m_replicas, feeds.size());
+  std::vector<std::vector<ir::TensorValue>> fed;
+  for (const auto& replica : feeds) fed.push_back(bound(replica));  // bad feeds are refused before a device is sought
+  cuda::DeviceGroup group = cuda::makeCudaDevices(static_cast<int>(m_replicas));
+  std::vector<cuda::Device*> devices;
+  for (const auto& device : group.devices) devices.push_back(device.get());
+  return runBound(devices, group.collective.get(), fed, timing);
+}
+
+std::vector<TimedRun> CudaExecutor::runReplicasOn(cuda::DeviceGroup& group,
+                                                  const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
+                                                  const TimingOptions& timing) const {
+  checkTimingOptions(timing);
+  if (static_cast<int64_t>(feeds.size()) != m_replicas || group.devices.size() != feeds.size()) {
+    replicaCountMismatch(m_replicas, feeds.size());
+  }
+  std::vector<std::vector<ir::TensorValue>> fed;
+  for (const auto& replica : feeds) fed.push_back(bound(replica));
+  std::vector<cuda::Device*> devices;
+  for (const auto& device : group.devices) devices.push_back(device.get());
+  return runBound(devices, group.collective.get(), fed, timing);
 }
 
 std::vector<ir::TensorValue> CudaExecutor::bound(const std::map<std::string, ir::TensorValue>& feeds) const {
@@ -152,60 +188,93 @@ std::vector<ir::TensorValue> CudaExecutor::bound(const std::map<std::string, ir:
   return fed;
 }
 
-TimedRun CudaExecutor::runBound(cuda::Device& device, const std::vector<ir::TensorValue>& fed,
-                                const TimingOptions& timing) const {
-  const size_t tensors = m_graph.tensors().size();
+namespace {
+
+// One replica's buffers and launches, prepared before the timed runs.
+struct Replica {
+  std::vector<Ref> refs;                 // by tensor id
+  std::vector<cuda::OpLaunch> launches;  // by op; empty for a cross-replica AllReduce
+};
+
+Replica prepare(cuda::Device& device, const ir::Graph& graph, const std::vector<ir::TensorValue>& fed,
+                bool across_replicas) {
+  Replica replica;
+  replica.refs.resize(graph.tensors().size());
   // Every tensor's buffer for the whole step; a Reshape's output aliases its input (in graph order).
-  std::vector<Ref> refs(tensors);
-  for (const ir::Tensor& tensor : m_graph.tensors()) {
-    const ir::Op* producer = m_graph.producer(tensor.id);
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    const ir::Op* producer = graph.producer(tensor.id);
     if (producer != nullptr && producer->type == OpType::kReshape) continue;
-    Ref& ref = refs[static_cast<size_t>(tensor.id)];
+    Ref& ref = replica.refs[static_cast<size_t>(tensor.id)];
     ref = {device.allocate(bytesOf(tensor)), cuda::elemOf(tensor.dtype)};
     if (producer == nullptr) {
       const std::vector<unsigned char> bytes = deviceBytes(tensor, fed[static_cast<size_t>(tensor.id)]);
       device.upload(ref.data, bytes.data(), bytes.size());
     }
   }
-  for (const ir::Op& op : m_graph.ops()) {
-    if (op.type == OpType::kReshape) refs[static_cast<size_t>(op.outputs[0])] = refs[static_cast<size_t>(op.inputs[0])];
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type == OpType::kReshape) {
+      replica.refs[static_cast<size_t>(op.outputs[0])] = replica.refs[static_cast<size_t>(op.inputs[0])];
+    }
   }
-
-  const size_t ops = m_graph.ops().size();
-  std::vector<cuda::OpLaunch> launches;
-  launches.reserve(ops);
-  for (const ir::Op& op : m_graph.ops()) {
+  for (const ir::Op& op : graph.ops()) {
     try {
-      launches.push_back(cuda::planOp(device, m_graph, op, refs));
+      const bool collective = across_replicas && op.type == OpType::kAllReduce && op.replicas > 1;
+      replica.launches.push_back(collective ? cuda::OpLaunch{} : cuda::planOp(device, graph, op, replica.refs));
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
   }
+  return replica;
+}
 
-  std::vector<std::vector<double>> samples(ops);
+}  // namespace
+
+std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& devices, cuda::Collective* collective,
+                                             const std::vector<std::vector<ir::TensorValue>>& fed,
+                                             const TimingOptions& timing) const {
+  const size_t count = devices.size();
+  const bool across = count > 1;
+  std::vector<Replica> replicas;
+  for (size_t r = 0; r < count; ++r) replicas.push_back(prepare(*devices[r], m_graph, fed[r], across));
+
+  const size_t ops = m_graph.ops().size();
+  std::vector<std::vector<std::vector<double>>> samples(count, std::vector<std::vector<double>>(ops));
   for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
     for (size_t i = 0; i < ops; ++i) {
+      const ir::Op& op = m_graph.ops()[i];
       try {
-        device.startTimer();
-        launches[i](device);
-        const double seconds = device.stopTimer();
-        if (run >= timing.warmup) samples[i].push_back(seconds);
+        for (cuda::Device* device : devices) device->startTimer();
+        if (across && op.type == OpType::kAllReduce && op.replicas > 1) {
+          std::vector<Ref> inputs, outputs;
+          for (const Replica& replica : replicas) {
+            inputs.push_back(replica.refs[static_cast<size_t>(op.inputs[0])]);
+            outputs.push_back(replica.refs[static_cast<size_t>(op.outputs[0])]);
+          }
+          collective->allReduceSum(inputs, outputs, ir::elementCount(m_graph.tensor(op.outputs[0]).shape));
+        } else {
+          for (size_t r = 0; r < count; ++r) replicas[r].launches[i](*devices[r]);
+        }
+        for (size_t r = 0; r < count; ++r) {
+          const double seconds = devices[r]->stopTimer();
+          if (run >= timing.warmup) samples[r][i].push_back(seconds);
+        }
       } catch (const Error& error) {
-        throw error.within("op '" + m_graph.ops()[i].name + "'");
+        throw error.within("op '" + op.name + "'");
       }
     }
   }
 
-  TimedRun timed;
-  timed.values.resize(tensors);
-  for (const ir::Tensor& tensor : m_graph.tensors()) {
-    std::vector<unsigned char> bytes(bytesOf(tensor));
-    device.download(bytes.data(), refs[static_cast<size_t>(tensor.id)].data, bytes.size());
-    timed.values[static_cast<size_t>(tensor.id)] = hostValue(tensor, bytes);
+  std::vector<TimedRun> timed(count);
+  for (size_t r = 0; r < count; ++r) {
+    timed[r].values.resize(m_graph.tensors().size());
+    for (const ir::Tensor& tensor : m_graph.tensors()) {
+      std::vector<unsigned char> bytes(bytesOf(tensor));
+      devices[r]->download(bytes.data(), replicas[r].refs[static_cast<size_t>(tensor.id)].data, bytes.size());
+      timed[r].values[static_cast<size_t>(tensor.id)] = hostValue(tensor, bytes);
+    }
+    for (std::vector<double>& op_samples : samples[r]) timed[r].op_seconds.push_back(medianOf(op_samples));
+    timed[r].device_peak_bytes = devices[r]->peakBytes();
   }
-  timed.op_seconds.reserve(ops);
-  for (std::vector<double>& op_samples : samples) timed.op_seconds.push_back(medianOf(op_samples));
-  timed.device_peak_bytes = device.peakBytes();
   return timed;
 }
 

@@ -22,25 +22,39 @@ class CudaExecutor {
  public:
   // Checks every op and tensor of `graph` against what the executor runs, without
   // touching a device: throws Error (kUnsupported) naming the first it does not.
-  explicit CudaExecutor(const ir::Graph& graph);
+  // `replicas` > 1: `graph` is one replica of a data-parallel step, whose AllReduce ops
+  // (frontend/passes/data_parallel.hpp) sum over that many devices.
+  explicit CudaExecutor(const ir::Graph& graph, int64_t replicas = 1);
 
-  // Runs on GPU 0 (cuda::makeCudaDevice): `timing.warmup` untimed runs, then
-  // `timing.repeats` timed ones; each op's time is its median over them. `feeds` as
-  // CpuExecutor::run. The values are those of the last run, copied back. Throws Error:
-  // kInvalidInput for a missing or mismatched feed or a label or index out of range,
-  // kResource when device memory runs out, kNoDevice without a device.
+  // Runs one replica on GPU 0: `timing.warmup` untimed runs, then `timing.repeats`
+  // timed ones; each op's time is its median over them. `feeds` as CpuExecutor::run.
+  // The values are those of the last run, copied back. Throws Error: kInvalidInput for
+  // a missing or mismatched feed or a label or index out of range, kResource when
+  // device memory runs out, kNoDevice without a device.
   TimedRun runTimed(const std::map<std::string, ir::TensorValue>& feeds, const TimingOptions& timing) const;
-
   // The same on any device (the host device of host_device.hpp, in tests).
   TimedRun runTimedOn(cuda::Device& device, const std::map<std::string, ir::TensorValue>& feeds,
                       const TimingOptions& timing) const;
 
+  // All the replicas, replica r on GPU r with feeds[r], in lockstep: each op is issued on
+  // every device before any is waited for, and an AllReduce sums across them with NCCL.
+  // One TimedRun per replica (its values and its devices' op times).
+  std::vector<TimedRun> runReplicas(const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
+                                    const TimingOptions& timing) const;
+  // The same on any group of devices (host devices and their collective, in tests).
+  std::vector<TimedRun> runReplicasOn(cuda::DeviceGroup& group,
+                                      const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
+                                      const TimingOptions& timing) const;
+
  private:
   // The fed tensors' values by tensor id, checked (shapes, dtypes, labels and indices).
   std::vector<ir::TensorValue> bound(const std::map<std::string, ir::TensorValue>& feeds) const;
-  TimedRun runBound(cuda::Device& device, const std::vector<ir::TensorValue>& fed, const TimingOptions& timing) const;
+  std::vector<TimedRun> runBound(const std::vector<cuda::Device*>& devices, cuda::Collective* collective,
+                                 const std::vector<std::vector<ir::TensorValue>>& fed,
+                                 const TimingOptions& timing) const;
 
   const ir::Graph& m_graph;
+  int64_t m_replicas;
 };
 
 }  // namespace tpusim::reference

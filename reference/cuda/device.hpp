@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "reference/cuda/kernels/losses.hpp"
 #include "reference/cuda/kernels/optimizer.hpp"
@@ -78,8 +79,21 @@ class Device {
   virtual void poolGrad(const PoolArgs& args) = 0;  // dx: float sums, zeroed first
 };
 
-// Device 0 of this machine's GPUs. Throws Error: kNoDevice without one, kUnsupported
-// in a build without CUDA (cuda_device_none.cpp).
-std::unique_ptr<Device> makeCudaDevice();
+// A sum across a group of devices (data parallel's gradient all-reduce): outputs[r] on
+// device r becomes the sum of every device's inputs[], all `count` elements of one dtype.
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual void allReduceSum(const std::vector<Ref>& inputs, const std::vector<Ref>& outputs, int64_t count) = 0;
+};
+
+struct DeviceGroup {
+  std::vector<std::unique_ptr<Device>> devices;
+  std::unique_ptr<Collective> collective;
+};
+
+// GPUs 0 .. count - 1 of this machine, with an NCCL communicator over them. Throws Error:
+// kNoDevice with fewer GPUs visible, kUnsupported in a build without CUDA (cuda_device_none.cpp).
+DeviceGroup makeCudaDevices(int count);
 
 }  // namespace tpusim::reference::cuda

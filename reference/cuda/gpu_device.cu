@@ -1,6 +1,6 @@
-// The CUDA executor's device on an NVIDIA GPU: device 0, one stream, cuBLAS for GEMMs,
-// cuDNN for convolutions, and the project's kernels (reference/cuda/kernels) launched as
-// grid-stride loops. Built with --fmad=false (reference/CMakeLists.txt): no multiply-add
+// The CUDA executor's device on an NVIDIA GPU: one stream, cuBLAS for GEMMs, cuDNN for
+// convolutions, and the project's kernels (reference/cuda/kernels) launched as grid-stride
+// loops; a group of GPUs all-reduces with NCCL. Built with --fmad=false (reference/CMakeLists.txt): no multiply-add
 // is fused that the CPU executor rounds twice.
 #include <cstdint>
 #include <string>
@@ -9,6 +9,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <nccl.h>
 
 #include "reference/cuda/functor_device.hpp"
 #include "sim/common/error.hpp"
@@ -29,6 +30,11 @@ void check(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   const ErrorKind kind = status == CUBLAS_STATUS_ALLOC_FAILED ? ErrorKind::kResource : ErrorKind::kInternal;
   throw Error(kind, std::string("cuBLAS ") + what + ": " + cublasGetStatusString(status));
+}
+
+void check(ncclResult_t status, const char* what) {
+  if (status == ncclSuccess) return;
+  throw Error(ErrorKind::kInternal, std::string("NCCL ") + what + ": " + ncclGetErrorString(status));
 }
 
 void check(cudnnStatus_t status, const char* what) {
@@ -84,8 +90,8 @@ const Perf* chooseAlgorithm(const Perf* results, int count, bool f32) {
 
 class GpuDevice : public FunctorDevice<GpuDevice> {
  public:
-  GpuDevice() {
-    check(cudaSetDevice(0), "selecting device 0");
+  explicit GpuDevice(int index) : m_index(index) {
+    select();
     check(cudaStreamCreate(&m_stream), "creating a stream");
     check(cublasCreate(&m_blas), "creating a handle");
     check(cublasSetStream(m_blas, m_stream), "setting the stream");
@@ -98,6 +104,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   ~GpuDevice() override {
+    cudaSetDevice(m_index);
     for (ConvPlan& plan : m_plans) {
       if (plan.x) cudnnDestroyTensorDescriptor(plan.x);
       if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
@@ -113,6 +120,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   void* allocate(size_t bytes) override {
+    select();
     void* buffer = nullptr;
     check(cudaMalloc(&buffer, bytes > 0 ? bytes : 1), "allocating device memory");
     m_buffers.push_back(buffer);
@@ -121,21 +129,28 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   void upload(void* device, const void* host, size_t bytes) override {
+    select();
     check(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "copying to the device");
   }
 
   void download(void* host, const void* device, size_t bytes) override {
+    select();
     check(cudaStreamSynchronize(m_stream), "running the step");
     check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "copying from the device");
   }
 
   void zero(void* device, size_t bytes) override {
+    select();
     check(cudaMemsetAsync(device, 0, bytes, m_stream), "zeroing device memory");
   }
 
-  void startTimer() override { check(cudaEventRecord(m_start, m_stream), "recording an event"); }
+  void startTimer() override {
+    select();
+    check(cudaEventRecord(m_start, m_stream), "recording an event");
+  }
 
   double stopTimer() override {
+    select();
     check(cudaGetLastError(), "launching a kernel");
     check(cudaEventRecord(m_stop, m_stream), "recording an event");
     check(cudaEventSynchronize(m_stop), "running an op");
@@ -148,7 +163,11 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
 
   uint64_t peakBytes() const override { return m_peak; }
 
+  int index() const { return m_index; }
+  cudaStream_t stream() const { return m_stream; }
+
   void gemm(const GemmArgs& g) override {
+    select();
     // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
     // C^T = op(B)^T op(A)^T, and a row-major matrix read column-major is its transpose.
     const float alpha = 1.0f, beta = 0.0f;
@@ -176,6 +195,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   int planConv(const ConvArgs& c) override {
+    select();
     ConvPlan plan;
     const cudnnDataType_t type = dnnType(c.x.elem);
     const auto dim = [](const int64_t* dims, int i) { return static_cast<int>(dims[i]); };
@@ -257,6 +277,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   void conv(const ConvArgs& c) override {
+    select();
     const ConvPlan& plan = m_plans.at(static_cast<size_t>(c.plan));
     const float alpha = 1.0f, beta = 0.0f;
     switch (c.pass) {
@@ -283,17 +304,22 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
 
   template <typename Functor>
   void run(int64_t count, const Functor& functor) {
+    select();
     if (count <= 0) return;
     forEach<<<blocksFor(count), kThreads, 0, m_stream>>>(count, functor);
   }
 
  private:
+  // Every call works on this device: the executor drives a group of them from one thread.
+  void select() const { check(cudaSetDevice(m_index), "selecting a device"); }
+
   static uint64_t usedBytes() {
     size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "reading the memory in use");
     return total - free;
   }
 
+  int m_index = 0;
   cudaStream_t m_stream = nullptr;
   cublasHandle_t m_blas = nullptr;
   cudnnHandle_t m_dnn = nullptr;
@@ -303,14 +329,61 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   uint64_t m_baseline = 0, m_peak = 0;
 };
 
-std::unique_ptr<Device> makeCudaDevice() {
+ncclDataType_t ncclType(Elem elem) {
+  return elem == Elem::kBF16 ? ncclBfloat16 : elem == Elem::kF16 ? ncclFloat16 : ncclFloat32;
+}
+
+// One NCCL communicator per GPU of the group, made together in this process (ncclCommInitAll).
+class NcclCollective : public Collective {
+ public:
+  explicit NcclCollective(std::vector<GpuDevice*> devices) : m_devices(std::move(devices)) {
+    std::vector<int> indices;
+    for (const GpuDevice* device : m_devices) indices.push_back(device->index());
+    m_comms.resize(m_devices.size());
+    check(ncclCommInitAll(m_comms.data(), static_cast<int>(m_comms.size()), indices.data()), "creating communicators");
+  }
+
+  ~NcclCollective() override {
+    for (ncclComm_t comm : m_comms) {
+      if (comm) ncclCommDestroy(comm);
+    }
+  }
+
+  void allReduceSum(const std::vector<Ref>& inputs, const std::vector<Ref>& outputs, int64_t count) override {
+    check(ncclGroupStart(), "starting a group");
+    for (size_t r = 0; r < m_devices.size(); ++r) {
+      check(ncclAllReduce(inputs[r].data, outputs[r].data, static_cast<size_t>(count), ncclType(inputs[r].elem),
+                          ncclSum, m_comms[r], m_devices[r]->stream()),
+            "all-reduce");
+    }
+    check(ncclGroupEnd(), "ending a group");
+  }
+
+ private:
+  std::vector<GpuDevice*> m_devices;
+  std::vector<ncclComm_t> m_comms;
+};
+
+DeviceGroup makeCudaDevices(int count) {
   int devices = 0;
   const cudaError_t status = cudaGetDeviceCount(&devices);
   if (status != cudaSuccess || devices == 0) {
     const std::string why = status != cudaSuccess ? cudaGetErrorString(status) : "0 devices";
     throw Error(ErrorKind::kNoDevice, "no CUDA device found (" + why + ")");
   }
-  return std::make_unique<GpuDevice>();
+  if (devices < count) {
+    throw Error(ErrorKind::kNoDevice, std::to_string(count) + " replicas need " + std::to_string(count) +
+                                          " CUDA devices, and " + std::to_string(devices) + " are visible");
+  }
+  DeviceGroup group;
+  std::vector<GpuDevice*> gpus;
+  for (int i = 0; i < count; ++i) {
+    auto gpu = std::make_unique<GpuDevice>(i);
+    gpus.push_back(gpu.get());
+    group.devices.push_back(std::move(gpu));
+  }
+  group.collective = std::make_unique<NcclCollective>(gpus);
+  return group;
 }
 
 }  // namespace tpusim::reference::cuda

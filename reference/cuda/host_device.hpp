@@ -43,4 +43,11 @@ class HostDevice : public FunctorDevice<HostDevice> {
   std::chrono::steady_clock::time_point m_start;
 };
 
+// The all-reduce of a group of host devices: each element summed in float over the
+// devices in their order, then stored (rounded) to every output.
+class HostCollective : public Collective {
+ public:
+  void allReduceSum(const std::vector<Ref>& inputs, const std::vector<Ref>& outputs, int64_t count) override;
+};
+
 }  // namespace tpusim::reference::cuda

@@ -91,7 +91,7 @@ Elem elemOf(DType dtype) {
   throw Error(ErrorKind::kUnsupported, "the CUDA executor holds no f64 tensors (the GPU reference computes in f32)");
 }
 
-std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op) {
+std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op, int64_t replicas) {
   if (op.outputs.size() != 1) return "it has " + std::to_string(op.outputs.size()) + " outputs";
   for (int id : op.inputs) {
     if (dtypeOf(graph, id) == DType::kF64) return "f64 tensors are CPU only";
@@ -127,8 +127,14 @@ std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op) {
     case OpType::kConcat:
     case OpType::kReshape: return "";
     case OpType::kAllReduce:
-      return op.replicas == 1 ? "" : "all-reduce across " + std::to_string(op.replicas) +
-                                         " replicas: the CUDA reference runs one replica on one GPU";
+      if (op.replicas == 1) return "";
+      if (op.replicas != replicas) {
+        return "all-reduce across " + std::to_string(op.replicas) + " replicas, and the CUDA reference runs " +
+               std::to_string(replicas) + " (tpusim reference --replicas)";
+      }
+      if (op.group_stride != 1) return "an all-reduce over a strided group (tensor parallel) is not run on GPUs";
+      if (op.reduction != ir::Reduction::kSum) return "NCCL all-reduces here sum only";
+      return floating ? "" : "NCCL all-reduces floating tensors only here";
     case OpType::kReduce:
       if (isFloatingDType(dtypeOf(graph, out))) return "";
       return op.reduction == ir::Reduction::kMax || op.reduction == ir::Reduction::kMin

@@ -12,7 +12,7 @@ namespace tpusim::reference::cuda {
 // How a tensor of `dtype` is held on the device; throws Error (kUnsupported) for f64.
 Elem elemOf(DType dtype);
 
-// Why the executor cannot run `op`, or "" when it can.
-std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op);
+// Why the executor cannot run `op`, or "" when it can, in a data-parallel step of `replicas`.
+std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op, int64_t replicas);
 
 }  // namespace tpusim::reference::cuda

@@ -64,14 +64,6 @@ def test_functional_runs_are_deterministic_and_follow_the_seed(tpusim_bin, tmp_p
     assert (tmp_path / "a" / "report.json").read_bytes() == (tmp_path / "b" / "report.json").read_bytes()
 
 
-def test_functional_needs_weight_values(tpusim_bin, tmp_path):
-    result = subprocess.run([tpusim_bin, "run", str(TRACES / "resnet50.onnx"), "--batch", "1", "--functional",
-                             "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 4, result.stderr
-    assert "--functional needs the model's weight values" in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
-
-
 def test_functional_values_are_the_python_reference_with_mxu_numerics_bit_for_bit(tpusim_bin, tmp_path):
     report = run(tpusim_bin, tmp_path, "--matmul-precision", "high")
     feeds = {"image": load(tmp_path, report, "image"), "labels": load(tmp_path, report, "labels")}

@@ -4,6 +4,7 @@ import pathlib
 import subprocess
 
 import numpy as np
+import pytest
 
 TRACES = pathlib.Path(__file__).resolve().parents[2] / "traces"
 MLP = str(TRACES / "mlp.onnx")
@@ -90,3 +91,30 @@ def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):
     result = cli(tpusim_bin, "reference", MLP, "--backend", "cuda", "--numerics", "mxu", "--out", str(tmp_path))
     assert result.returncode == 4 and "--numerics mxu runs on the CPU backend only" in result.stderr
     assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--replicas", "2"], 4, "--replicas 2 runs on that many GPUs with NCCL (--backend cuda); the CPU reference "
+                             "runs one replica"),
+    (["--replicas", "0"], 2, "--replicas must be at least 1"),
+    (["--topology", "2x1x1"], 4, "tpusim reference runs on this machine's devices: --topology, --dp, --tp and --pp "
+                                 "describe the simulated slice; use --replicas N"),
+    (["--tp", "2"], 4, "use --replicas N for data parallel over N GPUs"),
+])
+def test_replicas_and_slices_are_one_line_errors(tpusim_bin, tmp_path, args, code, message):
+    result = cli(tpusim_bin, "reference", MLP, "--batch", "8", *args, "--out", str(tmp_path))
+    assert result.returncode == code and message in result.stderr, result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_cuda_replicas_need_that_many_gpus(tpusim_bin, tmp_path):
+    result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--backend", "cuda", "--replicas", "2",
+                 "--repeats", "1", "--out", str(tmp_path))
+    if result.returncode == 0:  # a machine with two GPUs: NCCL summed the gradients
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert report["replicas"] == 2 and len(report["replica_step_time_s"]) == 2
+        assert any(op["type"] == "AllReduce" for op in report["per_op"])
+        return
+    assert result.returncode in (4, 6), result.stderr
+    expected = ("no CUDA device found", "CUDA devices, and", "built without CUDA")
+    assert any(e in result.stderr for e in expected) and result.stderr.count("\n") == 1

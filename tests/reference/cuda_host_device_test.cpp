@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "api/functional.hpp"
+#include "api/session.hpp"
+#include "frontend/passes/data_parallel.hpp"
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cuda/cuda_executor.hpp"
 #include "reference/cuda/host_device.hpp"
@@ -87,7 +90,9 @@ TEST(CudaHostDevice, RefusesWhatTheGpuCannotRunNamingTheOp) {
   ir::Graph reduce;
   const int rx = reduce.addInput("x", {4}, DType::kF32, ir::TensorRole::kInput);
   reduce.markOutput(reduce.allReduce("ar", rx, ir::Reduction::kSum, 2));
-  expectError([&] { CudaExecutor{reduce}; }, ErrorKind::kUnsupported, "the CUDA reference runs one replica on one GPU");
+  expectError([&] { CudaExecutor{reduce}; }, ErrorKind::kUnsupported,
+              "op 'ar' (AllReduce): all-reduce across 2 replicas, and the CUDA reference runs 1 (tpusim reference "
+              "--replicas)");
 }
 
 TEST(CudaHostDevice, ChecksLabelsAndIndicesBeforeAnyKernelReadsThem) {
@@ -106,6 +111,63 @@ TEST(CudaHostDevice, ChecksLabelsAndIndicesBeforeAnyKernelReadsThem) {
   feeds["ids"].ints = {0, -5, 2};
   expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput,
               "op 'rows': index -5 is out of range for a dimension of 4");
+}
+
+// Data parallel over two host devices (the simulator's data-parallel graph): each replica's
+// gradients are the CPU executor's for its inputs, the all-reduce leaves their float sum on
+// both, and both replicas end the step with the same weights and optimizer state.
+TEST(CudaHostDevice, RunsDataParallelReplicasWithTheirGradientsSummedAcrossThem) {
+  RunRequest request;
+  request.model_path = TPUSIM_SOURCE_DIR "/traces/mlp.onnx";
+  request.batch = 4;
+  request.optimizer = "adam";
+  const ModelGraph built = buildModelGraph(request);
+  const ir::Graph graph = allReduceGradients(built.graph, 2);
+  std::vector<Feeds> feeds;
+  for (uint64_t seed : {5, 6}) {
+    const NamedValues inputs = generatedInputs(built, seed);
+    feeds.push_back(completeFeeds(built, {inputs.begin(), inputs.end()}));
+  }
+  cuda::DeviceGroup group;
+  for (int r = 0; r < 2; ++r) group.devices.push_back(std::make_unique<cuda::HostDevice>());
+  group.collective = std::make_unique<cuda::HostCollective>();
+  const std::vector<TimedRun> runs = CudaExecutor(graph, 2).runReplicasOn(group, feeds, {0, 1});
+  ASSERT_EQ(runs.size(), 2u);
+  int reduced = 0;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type != ir::OpType::kAllReduce) continue;
+    ++reduced;
+    // Each replica's gradient differs (other inputs); the reduced one is their sum, the same on both.
+    const auto in = static_cast<size_t>(op.inputs[0]), out = static_cast<size_t>(op.outputs[0]);
+    EXPECT_NE(runs[0].values[in].floats, runs[1].values[in].floats) << op.name;
+    EXPECT_EQ(runs[0].values[out].floats, runs[1].values[out].floats) << op.name;
+    for (size_t i = 0; i < runs[0].values[out].floats.size(); ++i) {
+      const float sum = static_cast<float>(runs[0].values[in].floats[i]) + static_cast<float>(runs[1].values[in].floats[i]);
+      ASSERT_EQ(runs[0].values[out].floats[i], static_cast<double>(sum)) << op.name << "[" << i << "]";
+    }
+  }
+  EXPECT_EQ(reduced, 6);  // the mlp's three weights and three biases
+  for (int id : stepOutputIds(graph)) {
+    if (graph.tensor(id).role != ir::TensorRole::kWeight && graph.tensor(id).role != ir::TensorRole::kOptimizerState)
+      continue;
+    EXPECT_EQ(runs[0].values[static_cast<size_t>(id)].floats, runs[1].values[static_cast<size_t>(id)].floats)
+        << graph.tensor(id).name;
+  }
+  // Before the all-reduce, replica 0 computed what one replica computes: the CPU executor's
+  // bits for the single-replica graph fed replica 0's inputs. (Both replicas' weights being
+  // equal above shows each optimizer read the summed gradients, not its own.)
+  const std::vector<ir::TensorValue> single = CpuExecutor(built.graph, {}).run(feeds[0]);
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type != ir::OpType::kAllReduce) continue;
+    const ir::Tensor& gradient = graph.tensor(op.inputs[0]);
+    int in_single = -1;
+    for (const ir::Tensor& t : built.graph.tensors()) in_single = t.name == gradient.name ? t.id : in_single;
+    ASSERT_GE(in_single, 0) << gradient.name;
+    EXPECT_EQ(runs[0].values[static_cast<size_t>(gradient.id)].floats, single[static_cast<size_t>(in_single)].floats)
+        << gradient.name;
+  }
+  expectError([&] { CudaExecutor(graph, 3); }, ErrorKind::kUnsupported,
+              "all-reduce across 2 replicas, and the CUDA reference runs 3 (tpusim reference --replicas)");
 }
 
 TEST(CudaHostDevice, ReportsTheMemoryItsBuffersTake) {

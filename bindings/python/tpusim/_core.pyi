@@ -40,6 +40,7 @@ def reference_report(
     backend: str = "cpu",
     numerics: str = "reference",
     threads: int = 1,
+    replicas: int = 1,
     warmup: int = 1,
     repeats: int = 3,
     hw: str = "tpuv4",

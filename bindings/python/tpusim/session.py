@@ -87,13 +87,13 @@ def reference(model, feeds, mode=None, batch=None, learning_rate=None, threads=1
                                numerics=numerics, hw=hw, **options)
 
 
-def reference_report(model, out=None, backend="cpu", numerics="reference", threads=1, warmup=1, repeats=3,
-                     hw="tpuv4", mode=None, batch=None, overrides=None, **options):
+def reference_report(model, out=None, backend="cpu", numerics="reference", threads=1, replicas=1, warmup=1,
+                     repeats=3, hw="tpuv4", mode=None, batch=None, overrides=None, **options):
     """A reference backend's timed step (tpusim reference) as its report dict; with `out`, written for compare()."""
     options = with_policy(model, options)
     with ModelFile(model, mode, options) as file:
         return _core.reference_report(file.path, out=out, backend=backend, numerics=numerics, threads=threads,
-                                      warmup=warmup, repeats=repeats, hw=hw, mode=file.mode, batch=batch,
+                                      replicas=replicas, warmup=warmup, repeats=repeats, hw=hw, mode=file.mode, batch=batch,
                                       overrides=overrides, **options)
 
 
