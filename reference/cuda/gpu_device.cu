@@ -73,14 +73,15 @@ struct ConvPlan {
   size_t workspace_bytes = 0;
 };
 
-// The first of cuDNN's ranked algorithms that runs, is deterministic and, for f32, does not
-// round the operands to TF32 (FMA math only): as the CPU executor's f32 arithmetic.
+// The first of cuDNN's ranked algorithms that runs, is deterministic and, for f32, is not a
+// tensor-op one (which would round the operands to TF32): as the CPU executor's f32 arithmetic.
 template <typename Perf>
 const Perf* chooseAlgorithm(const Perf* results, int count, bool f32) {
   for (int i = 0; i < count; ++i) {
     const Perf& perf = results[i];
     if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) continue;
-    if (f32 && perf.mathType != CUDNN_FMA_MATH) continue;
+    if (f32 && (perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      continue;
     return &perf;
   }
   return nullptr;
@@ -221,6 +222,8 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
           "describing the convolution");
     check(cudnnSetConvolutionGroupCount(plan.conv, static_cast<int>(c.group)), "setting the groups");
     const bool f32 = c.x.elem == Elem::kF32;
+    // f32: FMA math only (DEFAULT_MATH lets Ampere and later use TF32); bf16 and f16: the tensor cores.
+    check(cudnnSetConvolutionMathType(plan.conv, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH), "setting the math type");
     constexpr int kAsk = 16;
     int found = 0;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
@@ -267,10 +270,10 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     }
     if (!chosen) {
       throw Error(ErrorKind::kUnsupported, std::string("cuDNN has no deterministic ") +
-                                               (f32 ? "FMA-math (non-TF32) " : "") +
+                                               (f32 ? "non-TF32 " : "") +
                                                "algorithm for this convolution; use --backend cpu");
     }
-    check(cudnnSetConvolutionMathType(plan.conv, math), "setting the math type");
+    check(cudnnSetConvolutionMathType(plan.conv, f32 ? CUDNN_FMA_MATH : math), "setting the math type");
     if (plan.workspace_bytes > 0) plan.workspace = allocate(plan.workspace_bytes);
     m_plans.back() = plan;
     return static_cast<int>(m_plans.size() - 1);
