@@ -89,10 +89,10 @@ class Collective {
 
 struct DeviceGroup {
   std::vector<std::unique_ptr<Device>> devices;
-  std::unique_ptr<Collective> collective;
+  std::unique_ptr<Collective> collective;  // null for one device
 };
 
-// GPUs 0 .. count - 1 of this machine, with an NCCL communicator over them. Throws Error:
+// GPUs 0 .. count - 1 of this machine, with an NCCL communicator over them (more than one). Throws Error:
 // kNoDevice with fewer GPUs visible, kUnsupported in a build without CUDA (cuda_device_none.cpp).
 DeviceGroup makeCudaDevices(int count);
 

@@ -385,7 +385,7 @@ DeviceGroup makeCudaDevices(int count) {
     gpus.push_back(gpu.get());
     group.devices.push_back(std::move(gpu));
   }
-  group.collective = std::make_unique<NcclCollective>(gpus);
+  if (count > 1) group.collective = std::make_unique<NcclCollective>(gpus);  // one GPU needs no communicator
   return group;
 }
 
