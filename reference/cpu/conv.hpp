@@ -17,15 +17,17 @@ struct ConvShapes {
   ir::Shape y;  // [N, M, OH, OW]
 };
 
-// Values are held as double and accumulated in T (float or double; see kernels.hpp).
+// Values are held as double and accumulated in T (float or double; see kernels.hpp). Each
+// pass splits its output over `threads` threads, whole output elements to a thread, so the
+// bits do not depend on the thread count.
 template <typename T>
 void convForward(std::span<const double> x, std::span<const double> w, std::span<double> y, const ConvShapes& shapes,
                  const ir::ConvGeometry& geometry, int threads);
 template <typename T>
 void convGradInput(std::span<const double> dy, std::span<const double> w, std::span<double> dx,
-                   const ConvShapes& shapes, const ir::ConvGeometry& geometry);
+                   const ConvShapes& shapes, const ir::ConvGeometry& geometry, int threads);
 template <typename T>
 void convGradWeight(std::span<const double> x, std::span<const double> dy, std::span<double> dw,
-                    const ConvShapes& shapes, const ir::ConvGeometry& geometry);
+                    const ConvShapes& shapes, const ir::ConvGeometry& geometry, int threads);
 
 }  // namespace tpusim::reference

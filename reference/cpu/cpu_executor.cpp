@@ -481,10 +481,12 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       convForward<T>(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, in(1).shape, out.shape}, op.conv, threads);
       break;
     case OpType::kConvGradInput:
-      convGradInput<T>(in(0).floats, in(1).floats, y, ConvShapes{out.shape, in(1).shape, in(0).shape}, op.conv);
+      convGradInput<T>(in(0).floats, in(1).floats, y, ConvShapes{out.shape, in(1).shape, in(0).shape}, op.conv,
+                       threads);
       break;
     case OpType::kConvGradWeight:
-      convGradWeight<T>(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv);
+      convGradWeight<T>(in(0).floats, in(1).floats, y, ConvShapes{in(0).shape, out.shape, in(1).shape}, op.conv,
+                        threads);
       break;
     case OpType::kCast: {
       // To a float type: the value, rounded below to the dtype. To an integer type: truncated

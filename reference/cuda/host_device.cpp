@@ -82,13 +82,13 @@ void HostDevice::conv(const ConvArgs& c) {
     }
     case ConvPass::kGradInput: {
       std::vector<double> dx(countOf(c.x_dims));
-      convGradInput<float>(valuesOf(c.y, c.y_dims), valuesOf(c.w, c.w_dims), dx, shapes, geometry);
+      convGradInput<float>(valuesOf(c.y, c.y_dims), valuesOf(c.w, c.w_dims), dx, shapes, geometry, 1);
       store(dx, c.x);
       return;
     }
     case ConvPass::kGradWeight: {
       std::vector<double> dw(countOf(c.w_dims));
-      convGradWeight<float>(valuesOf(c.x, c.x_dims), valuesOf(c.y, c.y_dims), dw, shapes, geometry);
+      convGradWeight<float>(valuesOf(c.x, c.x_dims), valuesOf(c.y, c.y_dims), dw, shapes, geometry, 1);
       store(dw, c.w);
       return;
     }

@@ -480,6 +480,41 @@ TEST(CpuExecutor, ResultsDoNotDependOnThreads) {
   for (size_t i = 0; i < one.size(); ++i) EXPECT_EQ(one[i].floats, many[i].floats) << i;
 }
 
+TEST(CpuExecutor, ConvolutionsAndTheirGradientsDoNotDependOnThreads) {
+  // Each pass splits whole output elements over the threads (reference/cpu/conv.hpp), here
+  // over images, output and input channels of a grouped, strided, dilated convolution.
+  ir::ConvGeometry geometry;
+  geometry.strides = {2, 1};
+  geometry.pads = {1, 0, 1, 2};
+  geometry.dilations = {1, 2};
+  geometry.group = 2;
+  const ir::Shape x_shape{3, 6, 9, 8}, w_shape{8, 3, 3, 2};
+  ir::Graph g;
+  const int x = g.addInput("x", x_shape, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addInput("w", w_shape, DType::kF32, ir::TensorRole::kInput);
+  const int y = g.conv("y", x, w, geometry);
+  const int dy = g.addInput("dy", g.tensor(y).shape, DType::kF32, ir::TensorRole::kInput);
+  for (int out : {y, g.convGradInput("dx", dy, w, x_shape, geometry), g.convGradWeight("dw", x, dy, w_shape, geometry)})
+    g.markOutput(out);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  std::map<std::string, ir::TensorValue> feeds;
+  for (const char* name : {"x", "w", "dy"}) {
+    const ir::Tensor& t = g.tensor(name == std::string("x") ? x : name == std::string("w") ? w : dy);
+    ir::TensorValue value = ir::TensorValue::zeros(t.shape, DType::kF32);
+    for (double& v : value.floats) v = static_cast<float>(uniform(rng));
+    feeds[name] = value;
+  }
+  const auto one = CpuExecutor(g, CpuOptions{1, std::nullopt}).run(feeds);
+  for (int threads : {2, 3, 7, 64}) {
+    const auto many = CpuExecutor(g, CpuOptions{threads, std::nullopt}).run(feeds);
+    for (int out : g.outputs()) {
+      EXPECT_EQ(one[static_cast<size_t>(out)].floats, many[static_cast<size_t>(out)].floats)
+          << g.tensor(out).name << " with " << threads << " threads";
+    }
+  }
+}
+
 TEST(CpuExecutor, BadFeedsAreErrors) {
   const MlpStep step(8);
   auto missing = step.feeds;
