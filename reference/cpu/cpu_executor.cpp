@@ -12,6 +12,7 @@
 #include "reference/cpu/layout.hpp"
 #include "reference/cpu/pool.hpp"
 #include "reference/cpu/training_kernels.hpp"
+#include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 
@@ -158,30 +159,8 @@ CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(g
   if (m_options.threads < 1) throw Error(ErrorKind::kInvalidConfig, "the CPU executor needs at least one thread");
 }
 
-std::vector<TensorValue> CpuExecutor::boundFeeds(const std::map<std::string, TensorValue>& feeds) const {
-  std::vector<TensorValue> values(m_graph.tensors().size());
-  for (const ir::Tensor& tensor : m_graph.tensors()) {
-    if (m_graph.producer(tensor.id) != nullptr) continue;
-    auto feed = feeds.find(tensor.name);
-    if (feed == feeds.end()) {
-      throw Error(ErrorKind::kInvalidInput,
-                  "no value given for " + std::string(ir::tensorRoleName(tensor.role)) + " '" + tensor.name + "'");
-    }
-    if (feed->second.shape != tensor.shape || feed->second.dtype != tensor.dtype ||
-        feed->second.size() != static_cast<size_t>(ir::elementCount(tensor.shape))) {
-      throw Error(ErrorKind::kInvalidInput, "value for '" + tensor.name + "' is " + dtypeName(feed->second.dtype) +
-                                                ir::shapeToString(feed->second.shape) + ", the graph needs " +
-                                                dtypeName(tensor.dtype) + ir::shapeToString(tensor.shape));
-    }
-    TensorValue& value = values[static_cast<size_t>(tensor.id)];
-    value = feed->second;
-    numerics::roundInPlace(tensor.dtype, std::span<double>(value.floats));
-  }
-  return values;
-}
-
 std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
-  std::vector<TensorValue> values = boundFeeds(feeds);
+  std::vector<TensorValue> values = boundFeeds(m_graph, feeds);
   for (const ir::Op& op : m_graph.ops()) {
     try {
       runOp(op, values);
@@ -194,7 +173,7 @@ std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValu
 
 TimedRun CpuExecutor::runTimed(const std::map<std::string, TensorValue>& feeds, const TimingOptions& timing) const {
   checkTimingOptions(timing);
-  const std::vector<TensorValue> bound = boundFeeds(feeds);
+  const std::vector<TensorValue> bound = boundFeeds(m_graph, feeds);
   const size_t ops = m_graph.ops().size();
   std::vector<std::vector<double>> samples(ops);
   TimedRun timed;

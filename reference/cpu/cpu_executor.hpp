@@ -38,7 +38,6 @@ class CpuExecutor {
   TimedRun runTimed(const std::map<std::string, ir::TensorValue>& feeds, const TimingOptions& timing) const;
 
  private:
-  std::vector<ir::TensorValue> boundFeeds(const std::map<std::string, ir::TensorValue>& feeds) const;
   void runOp(const ir::Op& op, std::vector<ir::TensorValue>& values) const;
 
   const ir::Graph& m_graph;

@@ -4,6 +4,7 @@
 
 #include "reference/cuda/op_launch.hpp"
 #include "reference/cuda/op_support.hpp"
+#include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::reference {
@@ -72,7 +73,7 @@ size_t bytesOf(const ir::Tensor& tensor) {
   return static_cast<size_t>(ir::elementCount(tensor.shape)) * cuda::elementBytes(cuda::elemOf(tensor.dtype));
 }
 
-// A fed value in the device's layout (element.hpp), rounded to its dtype as the CPU executor rounds feeds.
+// A fed value (already rounded to its dtype, reference/feeds.hpp) in the device's layout (element.hpp).
 std::vector<unsigned char> deviceBytes(const ir::Tensor& tensor, const ir::TensorValue& value) {
   std::vector<unsigned char> bytes(bytesOf(tensor));
   const Ref host{bytes.data(), cuda::elemOf(tensor.dtype)};
@@ -141,6 +142,16 @@ TimedRun CudaExecutor::runTimedOn(cuda::Device& device, const std::map<std::stri
   return runBound({&device}, nullptr, {bound(feeds)}, timing).front();
 }
 
+namespace {
+
+std::vector<cuda::Device*> devicesOf(const cuda::DeviceGroup& group) {
+  std::vector<cuda::Device*> devices;
+  for (const auto& device : group.devices) devices.push_back(device.get());
+  return devices;
+}
+
+}  // namespace
+
 std::vector<TimedRun> CudaExecutor::runReplicas(const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
                                                 const TimingOptions& timing) const {
   checkTimingOptions(timing);
@@ -148,9 +159,7 @@ std::vector<TimedRun> CudaExecutor::runReplicas(const std::vector<std::map<std::
   std::vector<std::vector<ir::TensorValue>> fed;
   for (const auto& replica : feeds) fed.push_back(bound(replica));  // bad feeds are refused before a device is sought
   cuda::DeviceGroup group = cuda::makeCudaDevices(static_cast<int>(m_replicas));
-  std::vector<cuda::Device*> devices;
-  for (const auto& device : group.devices) devices.push_back(device.get());
-  return runBound(devices, group.collective.get(), fed, timing);
+  return runBound(devicesOf(group), group.collective.get(), fed, timing);
 }
 
 std::vector<TimedRun> CudaExecutor::runReplicasOn(cuda::DeviceGroup& group,
@@ -162,28 +171,11 @@ std::vector<TimedRun> CudaExecutor::runReplicasOn(cuda::DeviceGroup& group,
   }
   std::vector<std::vector<ir::TensorValue>> fed;
   for (const auto& replica : feeds) fed.push_back(bound(replica));
-  std::vector<cuda::Device*> devices;
-  for (const auto& device : group.devices) devices.push_back(device.get());
-  return runBound(devices, group.collective.get(), fed, timing);
+  return runBound(devicesOf(group), group.collective.get(), fed, timing);
 }
 
 std::vector<ir::TensorValue> CudaExecutor::bound(const std::map<std::string, ir::TensorValue>& feeds) const {
-  std::vector<ir::TensorValue> fed(m_graph.tensors().size());
-  for (const ir::Tensor& tensor : m_graph.tensors()) {
-    if (m_graph.producer(tensor.id) != nullptr) continue;
-    const auto feed = feeds.find(tensor.name);
-    if (feed == feeds.end()) {
-      throw Error(ErrorKind::kInvalidInput,
-                  "no value given for " + std::string(ir::tensorRoleName(tensor.role)) + " '" + tensor.name + "'");
-    }
-    if (feed->second.shape != tensor.shape || feed->second.dtype != tensor.dtype ||
-        feed->second.size() != static_cast<size_t>(ir::elementCount(tensor.shape))) {
-      throw Error(ErrorKind::kInvalidInput, "value for '" + tensor.name + "' is " + dtypeName(feed->second.dtype) +
-                                                ir::shapeToString(feed->second.shape) + ", the graph needs " +
-                                                dtypeName(tensor.dtype) + ir::shapeToString(tensor.shape));
-    }
-    fed[static_cast<size_t>(tensor.id)] = feed->second;
-  }
+  std::vector<ir::TensorValue> fed = boundFeeds(m_graph, feeds);
   checkIndices(m_graph, fed);
   return fed;
 }

@@ -228,17 +228,20 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     int found = 0;
     cudnnMathType_t math = CUDNN_DEFAULT_MATH;
     bool chosen = false;
+    const auto adopt = [&](const auto* results) {
+      if (const auto* perf = chooseAlgorithm(results, found, f32)) {
+        plan.algorithm = perf->algo;
+        plan.workspace_bytes = perf->memory;
+        math = perf->mathType;
+        chosen = true;
+      }
+    };
     switch (c.pass) {
       case ConvPass::kForward: {
         cudnnConvolutionFwdAlgoPerf_t results[kAsk];
         check(cudnnGetConvolutionForwardAlgorithm_v7(m_dnn, plan.x, plan.w, plan.conv, plan.y, kAsk, &found, results),
               "ranking forward algorithms");
-        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
-          plan.algorithm = perf->algo;
-          plan.workspace_bytes = perf->memory;
-          math = perf->mathType;
-          chosen = true;
-        }
+        adopt(results);
         break;
       }
       case ConvPass::kGradInput: {
@@ -246,12 +249,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
         check(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_dnn, plan.w, plan.y, plan.conv, plan.x, kAsk, &found,
                                                           results),
               "ranking backward-data algorithms");
-        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
-          plan.algorithm = perf->algo;
-          plan.workspace_bytes = perf->memory;
-          math = perf->mathType;
-          chosen = true;
-        }
+        adopt(results);
         break;
       }
       case ConvPass::kGradWeight: {
@@ -259,12 +257,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
         check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_dnn, plan.x, plan.y, plan.conv, plan.w, kAsk, &found,
                                                             results),
               "ranking backward-filter algorithms");
-        if (const auto* perf = chooseAlgorithm(results, found, f32)) {
-          plan.algorithm = perf->algo;
-          plan.workspace_bytes = perf->memory;
-          math = perf->mathType;
-          chosen = true;
-        }
+        adopt(results);
         break;
       }
     }

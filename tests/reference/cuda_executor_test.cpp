@@ -12,6 +12,7 @@
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cuda/cuda_device.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/expect_error.hpp"
 #include "tests/reference/cuda_op_cases.hpp"
 
 namespace tpusim::reference {
@@ -35,15 +36,7 @@ ir::TensorValue f32(ir::Shape shape, std::vector<double> values) {
   return {std::move(shape), DType::kF32, values, {}};
 }
 
-void expectError(const std::function<void()>& run, ErrorKind kind, const std::string& text) {
-  try {
-    run();
-    FAIL() << "no error; expected: " << text;
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
-}
+using tpusim::testing::expectError;
 
 TEST(CudaExecutor, RefusesOpsAndDtypesItLacksNamingTheOp) {
   ir::Graph int8;

@@ -15,6 +15,7 @@
 #include "reference/cuda/cuda_executor.hpp"
 #include "reference/cuda/host_device.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/expect_error.hpp"
 #include "tests/reference/cuda_op_cases.hpp"
 
 namespace tpusim::reference {
@@ -52,15 +53,7 @@ void expectLikeCpu(const ir::Graph& graph, const Feeds& feeds) {
   expectSameValues(graph, CpuExecutor(graph, {}).run(feeds), onHost(graph, feeds).values);
 }
 
-void expectError(const std::function<void()>& run, ErrorKind kind, const std::string& text) {
-  try {
-    run();
-    FAIL() << "no error; expected: " << text;
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), kind) << error.what();
-    EXPECT_NE(std::string(error.what()).find(text), std::string::npos) << error.what();
-  }
-}
+using tpusim::testing::expectError;
 
 TEST(CudaHostDevice, RunsEveryOpFamilyAndTheMlpStepsBitForBitLikeTheCpuExecutor) {
   for (const OpCase& c : cudaOpCases()) {

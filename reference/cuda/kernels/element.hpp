@@ -43,7 +43,8 @@ TPUSIM_HD inline float loadFloat(const Ref& ref, int64_t i) {
 
 TPUSIM_HD inline int64_t loadInt(const Ref& ref, int64_t i) { return static_cast<const int64_t*>(ref.data)[i]; }
 
-// Rounds `value` to the tensor's dtype (an integer tensor: truncated toward zero).
+// Rounds `value` to the tensor's floating dtype. (Integer tensors are written with storeInt;
+// the kernels never store a float into one.)
 TPUSIM_HD inline void storeFloat(const Ref& ref, int64_t i, float value) {
   switch (ref.elem) {
     case Elem::kF32: static_cast<float*>(ref.data)[i] = value; return;
@@ -76,6 +77,15 @@ TPUSIM_HD inline int64_t wrapInt(Elem e, int64_t value) {
 
 TPUSIM_HD inline void storeInt(const Ref& ref, int64_t i, int64_t value) {
   static_cast<int64_t*>(ref.data)[i] = wrapInt(ref.elem, value);
+}
+
+// Copies element `from` of `in` to element `to` of `out` as it is (both of one dtype).
+TPUSIM_HD inline void copyElement(const Ref& in, int64_t from, const Ref& out, int64_t to) {
+  switch (elementBytes(in.elem)) {
+    case 2: static_cast<uint16_t*>(out.data)[to] = static_cast<const uint16_t*>(in.data)[from]; return;
+    case 4: static_cast<uint32_t*>(out.data)[to] = static_cast<const uint32_t*>(in.data)[from]; return;
+    default: static_cast<uint64_t*>(out.data)[to] = static_cast<const uint64_t*>(in.data)[from]; return;
+  }
 }
 
 // Element strides of a tensor read at an output's coordinates: 0 along a broadcast dimension.

@@ -95,11 +95,7 @@ struct CopyKernel {
       from += coordinate * a.in_strides.at[d];
       to += coordinate * a.out_strides.at[d];
     }
-    switch (elementBytes(a.in.elem)) {
-      case 2: static_cast<uint16_t*>(a.out.data)[to] = static_cast<const uint16_t*>(a.in.data)[from]; return;
-      case 4: static_cast<uint32_t*>(a.out.data)[to] = static_cast<const uint32_t*>(a.in.data)[from]; return;
-      default: static_cast<uint64_t*>(a.out.data)[to] = static_cast<const uint64_t*>(a.in.data)[from]; return;
-    }
+    copyElement(a.in, from, a.out, to);
   }
 };
 
@@ -123,11 +119,7 @@ struct GatherKernel {
     const int64_t inner = e % a.inner, rest = e / a.inner;
     const int64_t i = rest % a.indices_count, o = rest / a.indices_count;
     const int64_t from = (o * a.length + gatheredRow(a, i)) * a.inner + inner;
-    switch (elementBytes(a.data.elem)) {
-      case 2: static_cast<uint16_t*>(a.out.data)[e] = static_cast<const uint16_t*>(a.data.data)[from]; return;
-      case 4: static_cast<uint32_t*>(a.out.data)[e] = static_cast<const uint32_t*>(a.data.data)[from]; return;
-      default: static_cast<uint64_t*>(a.out.data)[e] = static_cast<const uint64_t*>(a.data.data)[from]; return;
-    }
+    copyElement(a.data, from, a.out, e);
   }
 };
 
