@@ -105,6 +105,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
                            std::to_string(device->memory_bytes >> 30) + " GiB)"
                      : "host CPU, " + std::to_string(request.threads) + " thread(s) of " +
                            std::to_string(std::thread::hardware_concurrency());
+  if (cuda) r["device_libraries"] = device->libraries;
   r["model"] = std::filesystem::path(request.run.model_path).filename().string();
   r["hw"] = hw.name();
   r["mode"] = built.mode;

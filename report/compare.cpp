@@ -246,6 +246,7 @@ Json buildComparison(const Json& sim, const Json& ref, const Json& numerics_rows
                     {"step_time_s", sim_step}};
   c["reference"] = {{"backend", ref.at("backend")},   {"device", ref.at("device")}, {"hw", ref.at("hw")},
                     {"numerics", ref.at("numerics")}, {"timing", ref.at("timing")}, {"step_time_s", ref_step}};
+  if (ref.contains("device_libraries")) c["reference"]["device_libraries"] = ref.at("device_libraries");
   c["step_time_ratio"] = ratioOrNull(ref_step, sim_step);
   PerOpTable table = perOpTable(sim, ref);
   c["per_op_summary"] = std::move(table.summary);

@@ -70,6 +70,7 @@ std::string comparisonText(const Json& c) {
                 ref["step_time_s"].get<double>() * 1e3,
                 static_cast<long long>(ref["timing"]["repeats"].get<int64_t>()));
   out << line;
+  if (ref.contains("device_libraries")) out << "libraries    " << ref["device_libraries"].get<std::string>() << "\n";
   out << "step ratio   " << number(c["step_time_ratio"], "%.1f") << " (measured / simulated)\n";
   const Json& s = c["per_op_summary"];
   std::snprintf(line, sizeof(line),

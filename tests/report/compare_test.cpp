@@ -145,6 +145,17 @@ TEST(Compare, NumericsAreSummedUpPerPrecision) {
   EXPECT_EQ(groups[1]["max_abs_error"], 0.0);
 }
 
+TEST(Compare, NamesTheGpuLibrariesWhereTheReferenceRecordsThem) {
+  EXPECT_EQ(comparisonText(buildComparison(simReport(), refReport(), Json())).find("libraries"), std::string::npos);
+  Json ref = refReport();
+  ref["backend"] = "cuda";
+  ref["device_libraries"] = "driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3";
+  const Json c = buildComparison(simReport(), ref, Json());
+  EXPECT_EQ(c["reference"]["device_libraries"], ref["device_libraries"]);
+  EXPECT_NE(comparisonText(c).find("libraries    driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3\n"),
+            std::string::npos);
+}
+
 TEST(Compare, SameReportsGiveTheSameText) {
   const Json rows =
       Json::array({numericsRow("y", "a", "f32", outputErrors(std::vector<double>{1.0}, std::vector<double>{1.0}))});
