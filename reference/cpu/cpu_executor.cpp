@@ -14,6 +14,7 @@
 #include "reference/cpu/training_kernels.hpp"
 #include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/float_bits.hpp"
 #include "sim/common/numerics.hpp"
 
 namespace tpusim::reference {
@@ -416,7 +417,7 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
         if (TensorValue::isFloating(out.dtype)) {
           y[i] = result[i];
         } else {
-          out.ints[i] = wrapTo(out.dtype, static_cast<int64_t>(result[i]));
+          out.ints[i] = wrapTo(out.dtype, numerics::truncatedInt(result[i]));
         }
       }
       break;
@@ -482,11 +483,8 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
             v = x.ints[i];
           } else if (out.dtype == DType::kBool) {
             v = x.floats[i] != 0.0;
-          } else if (!std::isnan(x.floats[i])) {
-            const double t = std::trunc(x.floats[i]);
-            v = t >= 9.2e18    ? std::numeric_limits<int64_t>::max()
-                : t <= -9.2e18 ? std::numeric_limits<int64_t>::min()
-                               : static_cast<int64_t>(t);
+          } else {
+            v = numerics::truncatedInt(x.floats[i]);
           }
           out.ints[i] = wrapTo(out.dtype, v);
         }

@@ -407,6 +407,22 @@ TEST(CpuExecutor, CastRoundsTruncatesAndWraps) {
   EXPECT_EQ(values[static_cast<size_t>(back)].floats, (std::vector<double>{1.0, -2.0, 44.0, 0.0, 1.0}));
 }
 
+// An integer Pow is computed in double and converted as a Cast converts: truncated, with
+// infinity (0 to a negative power) clamped to int64's range before the wrap, so it is defined
+// and the GPU's kernel gives the same.
+TEST(CpuExecutor, IntegerPowTruncatesAndClampsLikeACast) {
+  ir::Graph g;
+  const int a = g.addInput("a", {4}, DType::kInt32, ir::TensorRole::kInput);
+  const int b = g.addInput("b", {4}, DType::kInt32, ir::TensorRole::kInput);
+  const int p = g.pow("pow", a, b);
+  g.markOutput(p);
+  const auto values = CpuExecutor(g, CpuOptions{})
+                          .run({{"a", ir::TensorValue{{4}, DType::kInt32, {}, {0, -2, 3, 0}}},
+                                {"b", ir::TensorValue{{4}, DType::kInt32, {}, {-1, -1, 3, 0}}}});
+  // 0^-1 = inf -> INT64_MAX -> -1 in 32 bits; (-2)^-1 = -0.5 -> 0; 3^3 = 27; 0^0 = 1.
+  EXPECT_EQ(values[static_cast<size_t>(p)].ints, (std::vector<int64_t>{-1, 0, 27, 1}));
+}
+
 TEST(CpuExecutor, F64IsNotRoundedAndCastsToNarrowerTypesRoundOnce) {
   ir::Graph g;
   const int x = g.addInput("x", {4}, DType::kF64, ir::TensorRole::kInput);

@@ -6,6 +6,7 @@
 #include "api/functional.hpp"
 #include "api/session.hpp"
 #include "sim/common/numerics.hpp"
+#include "tests/support/source_dir.hpp"
 
 namespace tpusim::reference {
 
@@ -40,6 +41,7 @@ OpCase elementwiseOps() {
   g.markOutput(g.where("where", less, a, g.scale("half", b, 0.5)));
   g.markOutput(g.compare(ir::CompareDirection::kGe, "ge.int", i, j));
   g.markOutput(g.pow("pow", g.unary(ir::UnaryKind::kAbs, "abs", a), b));
+  g.markOutput(g.pow("pow.int", i, j));  // 0 to a negative power: infinity, clamped as a Cast clamps it
   return {"elementwise ops, broadcast, on floats and integers", g, randomFeeds(g, 1, -3, 3)};
 }
 
@@ -179,7 +181,7 @@ OpCase lowPrecisionMatmuls(DType dtype) {
 // The model's training step as `tpusim reference` builds it.
 OpCase modelStep(const std::string& model, int64_t batch, const std::string& optimizer, const std::string& precision) {
   RunRequest request;
-  request.model_path = std::string(TPUSIM_SOURCE_DIR "/traces/") + model;
+  request.model_path = tpusim::testing::sourceDir() + "/traces/" + model;
   request.batch = batch;
   request.optimizer = optimizer;
   request.precision = precision;

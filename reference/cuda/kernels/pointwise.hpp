@@ -89,14 +89,7 @@ TPUSIM_HD inline double loadDouble(const Ref& ref, int64_t i) {
   return isFloating(ref.elem) ? static_cast<double>(loadFloat(ref, i)) : static_cast<double>(loadInt(ref, i));
 }
 
-// A float truncated toward zero to int64 (NaN to 0, clamped), as the CPU executor's Cast.
-TPUSIM_HD inline int64_t truncatedInt(double value) {
-  if (value != value) return 0;
-  const double t = trunc(value);
-  if (t >= 9.2e18) return INT64_MAX;
-  if (t <= -9.2e18) return INT64_MIN;
-  return static_cast<int64_t>(t);
-}
+using ::tpusim::numerics::truncatedInt;
 
 struct PointwiseKernel {
   PointwiseArgs a;
@@ -152,7 +145,7 @@ struct PointwiseKernel {
         if (floating) {
           storeDouble(a.out, i, result);
         } else {
-          storeInt(a.out, i, static_cast<int64_t>(result));
+          storeInt(a.out, i, truncatedInt(result));
         }
         return;
       }
