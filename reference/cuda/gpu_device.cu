@@ -2,6 +2,7 @@
 // convolutions, and the project's kernels (reference/cuda/kernels) launched as grid-stride
 // loops; a group of GPUs all-reduces with NCCL. Built with --fmad=false (reference/CMakeLists.txt): no multiply-add
 // is fused that the CPU executor rounds twice.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -63,28 +64,36 @@ cudnnDataType_t dnnType(Elem elem) {
   return elem == Elem::kBF16 ? CUDNN_DATA_BFLOAT16 : elem == Elem::kF16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
 }
 
-// One convolution's cuDNN descriptors, algorithm and workspace.
+// One convolution's cuDNN descriptors and algorithm (its workspace is the device's, shared:
+// the ops run one at a time on one stream).
 struct ConvPlan {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   int algorithm = 0;
-  void* workspace = nullptr;
   size_t workspace_bytes = 0;
 };
 
-// The first of cuDNN's ranked algorithms that runs, is deterministic and, for f32, is not a
-// tensor-op one (which would round the operands to TF32): as the CPU executor's f32 arithmetic.
+// An algorithm to try, with the math type and workspace cuDNN's ranking gave it.
+struct ConvCandidate {
+  int algorithm = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+  size_t workspace_bytes = 0;
+};
+
+// cuDNN's ranked algorithms that run, are deterministic and, for f32, are not tensor-op ones
+// (which would round the operands to TF32): as the CPU executor's f32 arithmetic. Best first.
 template <typename Perf>
-const Perf* chooseAlgorithm(const Perf* results, int count, bool f32) {
+std::vector<ConvCandidate> rankedCandidates(const Perf* results, int count, bool f32) {
+  std::vector<ConvCandidate> candidates;
   for (int i = 0; i < count; ++i) {
     const Perf& perf = results[i];
     if (perf.status != CUDNN_STATUS_SUCCESS || perf.determinism != CUDNN_DETERMINISTIC) continue;
     if (f32 && (perf.mathType == CUDNN_TENSOR_OP_MATH || perf.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
       continue;
-    return &perf;
+    candidates.push_back({static_cast<int>(perf.algo), perf.mathType, perf.memory});
   }
-  return nullptr;
+  return candidates;
 }
 
 }  // namespace
@@ -93,6 +102,9 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
  public:
   explicit GpuDevice(int index) : m_index(index) {
     select();
+    // The context first, then the baseline: the handles' and the libraries' memory counts in the peak.
+    check(cudaFree(nullptr), "starting");
+    m_baseline = usedBytes();
     check(cudaStreamCreate(&m_stream), "creating a stream");
     check(cublasCreate(&m_blas), "creating a handle");
     check(cublasSetStream(m_blas, m_stream), "setting the stream");
@@ -101,7 +113,6 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     check(cudaEventCreate(&m_start), "creating an event");
     check(cudaEventCreate(&m_stop), "creating an event");
     check(cudaDeviceSynchronize(), "starting");
-    m_baseline = usedBytes();
   }
 
   ~GpuDevice() override {
@@ -113,6 +124,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
       if (plan.conv) cudnnDestroyConvolutionDescriptor(plan.conv);
     }
     for (void* buffer : m_buffers) cudaFree(buffer);
+    if (m_workspace) cudaFree(m_workspace);
     if (m_start) cudaEventDestroy(m_start);
     if (m_stop) cudaEventDestroy(m_stop);
     if (m_dnn) cudnnDestroy(m_dnn);
@@ -152,7 +164,6 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
 
   double stopTimer() override {
     select();
-    check(cudaGetLastError(), "launching a kernel");
     check(cudaEventRecord(m_stop, m_stream), "recording an event");
     check(cudaEventSynchronize(m_stop), "running an op");
     float ms = 0;
@@ -171,6 +182,12 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     select();
     // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
     // C^T = op(B)^T op(A)^T, and a row-major matrix read column-major is its transpose.
+    if (g.batch * g.m * g.n == 0) return;
+    if (g.k == 0) {  // an empty sum: zeros (cuBLAS refuses a leading dimension of 0)
+      check(cudaMemsetAsync(g.c.data, 0, static_cast<size_t>(g.batch * g.m * g.n) * static_cast<size_t>(elementBytes(g.c.elem)), m_stream),
+            "zeroing a GEMM's output");
+      return;
+    }
     const float alpha = 1.0f, beta = 0.0f;
     const int lda = static_cast<int>(g.transpose_a ? g.m : g.k);
     const int ldb = static_cast<int>(g.transpose_b ? g.k : g.n);
@@ -186,8 +203,11 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
             "SGEMM");
       return;
     }
-    // bf16 or f16 operands on the tensor cores, f32 accumulation, the result rounded to the dtype.
-    check(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH), "setting the math mode");
+    // bf16 or f16 operands on the tensor cores, f32 accumulation (split-K partial sums too: no
+    // reduction in the output's precision), the result rounded to the dtype.
+    check(cublasSetMathMode(m_blas, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
+          "setting the math mode");
     const cudaDataType_t type = blasType(g.c.elem);
     check(cublasGemmStridedBatchedEx(m_blas, op_b, op_a, n, m, k, &alpha, g.b.data, type, ldb, g.b_stride, g.a.data,
                                      type, lda, g.a_stride, &beta, g.c.data, type, n, g.m * g.n,
@@ -226,22 +246,16 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     check(cudnnSetConvolutionMathType(plan.conv, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH), "setting the math type");
     constexpr int kAsk = 16;
     int found = 0;
-    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
-    bool chosen = false;
-    const auto adopt = [&](const auto* results) {
-      if (const auto* perf = chooseAlgorithm(results, found, f32)) {
-        plan.algorithm = perf->algo;
-        plan.workspace_bytes = perf->memory;
-        math = perf->mathType;
-        chosen = true;
-      }
-    };
+    std::vector<ConvCandidate> candidates;
+    // Last, if cuDNN ranks none that will do: the pass's implicit-GEMM algorithm, deterministic.
+    ConvCandidate fallback{0, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH, 0};
     switch (c.pass) {
       case ConvPass::kForward: {
         cudnnConvolutionFwdAlgoPerf_t results[kAsk];
         check(cudnnGetConvolutionForwardAlgorithm_v7(m_dnn, plan.x, plan.w, plan.conv, plan.y, kAsk, &found, results),
               "ranking forward algorithms");
-        adopt(results);
+        candidates = rankedCandidates(results, found, f32);
+        fallback.algorithm = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
         break;
       }
       case ConvPass::kGradInput: {
@@ -249,7 +263,8 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
         check(cudnnGetConvolutionBackwardDataAlgorithm_v7(m_dnn, plan.w, plan.y, plan.conv, plan.x, kAsk, &found,
                                                           results),
               "ranking backward-data algorithms");
-        adopt(results);
+        candidates = rankedCandidates(results, found, f32);
+        fallback.algorithm = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
         break;
       }
       case ConvPass::kGradWeight: {
@@ -257,17 +272,40 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
         check(cudnnGetConvolutionBackwardFilterAlgorithm_v7(m_dnn, plan.x, plan.y, plan.conv, plan.w, kAsk, &found,
                                                             results),
               "ranking backward-filter algorithms");
-        adopt(results);
+        candidates = rankedCandidates(results, found, f32);
+        fallback.algorithm = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
         break;
       }
     }
+    candidates.push_back(fallback);
+    // The first candidate whose workspace, asked again under the math type it will run with (FMA
+    // for f32 whatever the ranking said), is known and takes at most half the free memory.
+    size_t free = 0, total = 0;
+    check(cudaMemGetInfo(&free, &total), "reading the free memory");
+    bool chosen = false;
+    for (const ConvCandidate& candidate : candidates) {
+      if (cudnnSetConvolutionMathType(plan.conv, f32 ? CUDNN_FMA_MATH : candidate.math) != CUDNN_STATUS_SUCCESS)
+        continue;
+      size_t bytes = 0;
+      if (convWorkspaceBytes(plan, c.pass, candidate.algorithm, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+      bytes = std::max(bytes, candidate.workspace_bytes);
+      if (bytes > free / 2) continue;
+      plan.algorithm = candidate.algorithm;
+      plan.workspace_bytes = bytes;
+      chosen = true;
+      break;
+    }
     if (!chosen) {
-      throw Error(ErrorKind::kUnsupported, std::string("cuDNN has no deterministic ") +
-                                               (f32 ? "non-TF32 " : "") +
+      throw Error(ErrorKind::kUnsupported, std::string("cuDNN has no deterministic ") + (f32 ? "non-TF32 " : "") +
                                                "algorithm for this convolution; use --backend cpu");
     }
-    check(cudnnSetConvolutionMathType(plan.conv, f32 ? CUDNN_FMA_MATH : math), "setting the math type");
-    if (plan.workspace_bytes > 0) plan.workspace = allocate(plan.workspace_bytes);
+    if (plan.workspace_bytes > m_workspace_bytes) {  // the shared workspace grows to the largest plan's
+      if (m_workspace) check(cudaFree(m_workspace), "freeing the convolution workspace");
+      m_workspace = nullptr;
+      m_workspace_bytes = 0;
+      check(cudaMalloc(&m_workspace, plan.workspace_bytes), "allocating the convolution workspace");
+      m_workspace_bytes = plan.workspace_bytes;
+    }
     m_plans.back() = plan;
     return static_cast<int>(m_plans.size() - 1);
   }
@@ -279,20 +317,20 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     switch (c.pass) {
       case ConvPass::kForward:
         check(cudnnConvolutionForward(m_dnn, &alpha, plan.x, c.x.data, plan.w, c.w.data, plan.conv,
-                                      static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm), plan.workspace,
+                                      static_cast<cudnnConvolutionFwdAlgo_t>(plan.algorithm), m_workspace,
                                       plan.workspace_bytes, &beta, plan.y, c.y.data),
               "convolution forward");
         return;
       case ConvPass::kGradInput:
         check(cudnnConvolutionBackwardData(m_dnn, &alpha, plan.w, c.w.data, plan.y, c.y.data, plan.conv,
-                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm), plan.workspace,
+                                           static_cast<cudnnConvolutionBwdDataAlgo_t>(plan.algorithm), m_workspace,
                                            plan.workspace_bytes, &beta, plan.x, c.x.data),
               "convolution backward data");
         return;
       case ConvPass::kGradWeight:
         check(cudnnConvolutionBackwardFilter(m_dnn, &alpha, plan.x, c.x.data, plan.y, c.y.data, plan.conv,
                                              static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
-                                             plan.workspace, plan.workspace_bytes, &beta, plan.w, c.w.data),
+                                             m_workspace, plan.workspace_bytes, &beta, plan.w, c.w.data),
               "convolution backward filter");
         return;
     }
@@ -302,12 +340,30 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   void run(int64_t count, const Functor& functor) {
     select();
     if (count <= 0) return;
+    (void)cudaGetLastError();  // an error a library left behind is not this launch's
     forEach<<<blocksFor(count), kThreads, 0, m_stream>>>(count, functor);
+    check(cudaGetLastError(), "launching a kernel");
   }
 
  private:
   // Every call works on this device: the executor drives a group of them from one thread.
   void select() const { check(cudaSetDevice(m_index), "selecting a device"); }
+
+  // The workspace `algorithm` of `pass` needs under the descriptor's math type.
+  cudnnStatus_t convWorkspaceBytes(const ConvPlan& plan, ConvPass pass, int algorithm, size_t* bytes) const {
+    switch (pass) {
+      case ConvPass::kForward:
+        return cudnnGetConvolutionForwardWorkspaceSize(m_dnn, plan.x, plan.w, plan.conv, plan.y,
+                                                       static_cast<cudnnConvolutionFwdAlgo_t>(algorithm), bytes);
+      case ConvPass::kGradInput:
+        return cudnnGetConvolutionBackwardDataWorkspaceSize(
+            m_dnn, plan.w, plan.y, plan.conv, plan.x, static_cast<cudnnConvolutionBwdDataAlgo_t>(algorithm), bytes);
+      case ConvPass::kGradWeight:
+        return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+            m_dnn, plan.x, plan.y, plan.conv, plan.w, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algorithm), bytes);
+    }
+    return CUDNN_STATUS_BAD_PARAM;
+  }
 
   static uint64_t usedBytes() {
     size_t free = 0, total = 0;
@@ -322,6 +378,8 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   cudaEvent_t m_start = nullptr, m_stop = nullptr;
   std::vector<void*> m_buffers;
   std::vector<ConvPlan> m_plans;
+  void* m_workspace = nullptr;
+  size_t m_workspace_bytes = 0;
   uint64_t m_baseline = 0, m_peak = 0;
 };
 
