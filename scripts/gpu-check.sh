@@ -118,7 +118,7 @@ find_library() {
     /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
     [[ -e "$dir/$name" ]] && echo "$dir/$name" && return 0
   done
-  timeout 60 find /usr/local /opt /usr/lib -maxdepth 9 -name "$name" 2>/dev/null | head -n 1 | grep .
+  timeout 60 find /usr/local /opt /usr/lib -maxdepth 12 -name "$name" 2>/dev/null | head -n 1 | grep .
 }
 
 # GPU_BUNDLE: sets LD_LIBRARY_PATH so that the bundle's binaries find every library: the
@@ -173,6 +173,7 @@ use_bundle() {
 
 if [[ -n "$bundle" ]]; then
   use_bundle
+  export TPUSIM_SOURCE_DIR="$root"  # the tests' traces: this tree, not the one the bundle was built in
   tpusim="$bundle/bin/tpusim"
   step cuda-tests 120 "$bundle/bin/reference_cuda_test" --gtest_filter='Cuda*'
   skipped=$(grep -cE '^\[  SKIPPED \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$results/cuda-tests.log")

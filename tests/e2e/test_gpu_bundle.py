@@ -1,8 +1,9 @@
 """scripts/gpu-bundle.sh and scripts/gpu-check.sh with GPU_BUNDLE, as on a GPU machine that has
 the CUDA libraries somewhere but none of this project's Debian packages: in a private mount
-namespace the system's copies of the carried libraries are hidden (an empty file over each) and
-the CUDA toolkit's folder is moved under /opt, where pip's nvidia-* wheels keep cuDNN and NCCL.
-Without a GPU the check must still run every step: the CUDA runs exit 6, the rest pass."""
+namespace the system's copies of the carried libraries are hidden (an empty file over each), the
+CUDA toolkit's folder is moved under /opt, where pip's nvidia-* wheels keep cuDNN and NCCL, and the
+check runs in a copy of the tree (what the device tool sends) with the tree the bundle was built
+from hidden. Without a GPU every step must still run: the CUDA runs exit 6, the rest pass."""
 import os
 import pathlib
 import shutil
@@ -39,6 +40,19 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """The files the device tool sends: tracked, and untracked but not ignored."""
+    path = tmp_path_factory.mktemp("gpu") / "tree"
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (path / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, path / name)
+    return path
+
+
+@pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
     path = tmp_path_factory.mktemp("gpu") / "bundle"
     env = dict(os.environ, BUILD_DIR=str(BUILD), GPU_BUNDLE=str(path))
@@ -47,9 +61,10 @@ def bundle(tmp_path_factory):
     return path
 
 
-def _run_bare(bundle, out, hide_cuda_libs=False, extra_env=""):
-    """gpu-check.sh with GPU_BUNDLE in a mount namespace where the carried libraries' system copies
-    are empty files and /usr/local/cuda is empty, its libraries under /opt unless hide_cuda_libs."""
+def _run_bare(tree, bundle, out, hide_cuda_libs=False, extra_env=""):
+    """tree's gpu-check.sh with GPU_BUNDLE in a mount namespace where the carried libraries' system
+    copies are empty files, the source tree is empty and /usr/local/cuda is empty, its libraries
+    under /opt unless hide_cuda_libs."""
     carried = sorted(p.name for p in (bundle / "lib").iterdir() if p.is_file())
     system = _ldd(BUILD / "tpusim")
     hide = [os.path.realpath(system[name]) for name in carried if name in system]
@@ -60,7 +75,7 @@ def _run_bare(bundle, out, hide_cuda_libs=False, extra_env=""):
         # The toolkit's libraries, where a pip-installed PyTorch keeps them.
         lines += ["mkdir -p /opt/venv/site-packages/nvidia/lib",
                   f"mount --bind {CUDA_LIB} /opt/venv/site-packages/nvidia/lib"]
-    lines += ["mount -t tmpfs none /usr/local/cuda", "set +e",
+    lines += ["mount -t tmpfs none /usr/local/cuda", f"mount -t tmpfs none {ROOT}", f"cd {tree}", "set +e",
               f"{extra_env} GPU_BUNDLE={bundle} OUT={out} GPU_CHECK_PACK=1 bash scripts/gpu-check.sh"]
     return subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c", "\n".join(lines)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -78,8 +93,8 @@ def test_bundle_carries_what_a_gpu_machine_lacks_and_names_what_it_must_have(bun
     assert int(manifest["size-mb"]) <= 40
 
 
-def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(bundle, tmp_path):
-    done = _run_bare(bundle, tmp_path)
+def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tree, bundle, tmp_path):
+    done = _run_bare(tree, bundle, tmp_path)
     summary = (tmp_path / "summary.txt").read_text()
     assert done.returncode == 0, done.stdout + done.stderr
     # No GPU here: the CUDA runs say so (6); the host-device tests, the simulations, the CPU
@@ -102,14 +117,14 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(bun
     assert f"LD_LIBRARY_PATH={bundle}/lib:/opt/venv/site-packages/nvidia/lib\n" in log
 
 
-def test_check_uses_the_fallback_libstdcxx_where_the_machines_is_older(bundle, tmp_path):
+def test_check_uses_the_fallback_libstdcxx_where_the_machines_is_older(tree, bundle, tmp_path):
     old = tmp_path / "bundle"
     shutil.copytree(bundle, old, symlinks=True)
     manifest = (old / "bundle.txt").read_text().splitlines()
     manifest = [("needs-glibcxx: GLIBCXX_9.9.9" if line.startswith("needs-glibcxx") else line) for line in manifest]
     (old / "bundle.txt").write_text("\n".join(manifest) + "\n")
     out = tmp_path / "out"
-    done = _run_bare(old, out, extra_env="GPU_CHECK_BUDGET_S=30")
+    done = _run_bare(tree, old, out, extra_env="GPU_CHECK_BUDGET_S=30")
     with tarfile.open(out / "gpu-check.tar.gz") as archive:
         log = archive.extractfile("gpu-check/libraries.log").read().decode()
     assert "lacks GLIBCXX_9.9.9: the bundle's lib/fallback is used" in log, done.stdout
@@ -117,8 +132,8 @@ def test_check_uses_the_fallback_libstdcxx_where_the_machines_is_older(bundle, t
     assert "cuda-tests                   rc 0" in (out / "summary.txt").read_text()
 
 
-def test_check_names_the_cuda_library_the_machine_lacks(bundle, tmp_path):
-    done = _run_bare(bundle, tmp_path, hide_cuda_libs=True)
+def test_check_names_the_cuda_library_the_machine_lacks(tree, bundle, tmp_path):
+    done = _run_bare(tree, bundle, tmp_path, hide_cuda_libs=True)
     assert done.returncode == 1
     summary = (tmp_path / "summary.txt").read_text()
     assert "gpu-check: this machine lacks" in summary and "libcudnn.so.9" in summary, summary

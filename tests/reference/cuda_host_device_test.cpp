@@ -16,6 +16,7 @@
 #include "reference/cuda/host_device.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/source_dir.hpp"
 #include "tests/reference/cuda_op_cases.hpp"
 
 namespace tpusim::reference {
@@ -111,7 +112,7 @@ TEST(CudaHostDevice, ChecksLabelsAndIndicesBeforeAnyKernelReadsThem) {
 // both, and both replicas end the step with the same weights and optimizer state.
 TEST(CudaHostDevice, RunsDataParallelReplicasWithTheirGradientsSummedAcrossThem) {
   RunRequest request;
-  request.model_path = TPUSIM_SOURCE_DIR "/traces/mlp.onnx";
+  request.model_path = tpusim::testing::sourceDir() + "/traces/mlp.onnx";
   request.batch = 4;
   request.optimizer = "adam";
   const ModelGraph built = buildModelGraph(request);
