@@ -110,8 +110,10 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     with tarfile.open(tmp_path / "gpu-check.tar.gz") as archive:
         names = set(archive.getnames())
         log = archive.extractfile("gpu-check/libraries.log").read().decode()
-    assert {"gpu-check/mlp/compare-cpu/compare.csv", "gpu-check/mlp-bf16/cpu/report.json",
-            "gpu-check/resnet50/sim/report.json"} <= names
+    assert {"gpu-check/mlp/compare-cpu/compare.csv", "gpu-check/mlp/compare-cpu/numerics.csv",
+            "gpu-check/mlp-bf16/cpu/report.json", "gpu-check/resnet50/sim/report.json"} <= names
+    assert not any(name.endswith(".npy") for name in names)  # the tensors stay behind
+    assert (tmp_path / "gpu-check.tar.gz").stat().st_size < 16 << 20
     assert "found libcudnn.so.9: /opt/venv/site-packages/nvidia/lib/libcudnn.so.9" in log
     assert "libstdc++" not in log.split("LD_LIBRARY_PATH=")[0]  # this machine's libstdc++ is new enough
     assert f"LD_LIBRARY_PATH={bundle}/lib:/opt/venv/site-packages/nvidia/lib\n" in log
