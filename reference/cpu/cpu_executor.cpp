@@ -15,6 +15,7 @@
 #include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/float_bits.hpp"
+#include "sim/common/integer_pow.hpp"
 #include "sim/common/numerics.hpp"
 
 namespace tpusim::reference {
@@ -405,9 +406,16 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       break;
     }
     case OpType::kPow: {
-      // In double, then to a's dtype (integers truncate, as a cast of the float result would).
+      // Integers to an integer power: exactly (numerics::integerPow). Else in double, then to a's
+      // dtype (integers truncate, as a cast of the float result would).
       const TensorValue& a = in(0);
       const TensorValue& b = in(1);
+      if (!TensorValue::isFloating(a.dtype) && !TensorValue::isFloating(b.dtype)) {
+        broadcastBinary<int64_t>(a.ints, a.shape, b.ints, b.shape, out.ints, out.shape, [&](int64_t x, int64_t e) {
+          return wrapTo(out.dtype, numerics::integerPow(x, e));
+        });
+        break;
+      }
       const std::vector<double> av = asDoubles(a);
       const std::vector<double> bv = asDoubles(b);
       std::vector<double> result(static_cast<size_t>(ir::elementCount(out.shape)));

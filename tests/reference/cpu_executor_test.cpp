@@ -407,20 +407,24 @@ TEST(CpuExecutor, CastRoundsTruncatesAndWraps) {
   EXPECT_EQ(values[static_cast<size_t>(back)].floats, (std::vector<double>{1.0, -2.0, 44.0, 0.0, 1.0}));
 }
 
-// An integer Pow is computed in double and converted as a Cast converts: truncated, with
-// infinity (0 to a negative power) clamped to int64's range before the wrap, so it is defined
-// and the GPU's kernel gives the same.
-TEST(CpuExecutor, IntegerPowTruncatesAndClampsLikeACast) {
+// An integer Pow is exact (not a double pow: 3^39 is not a double), wraps as int64 products do,
+// and a negative exponent truncates the real result, 0's infinity clamped as a Cast clamps it.
+TEST(CpuExecutor, IntegerPowIsExactAndWrapsAndNegativeExponentsTruncate) {
   ir::Graph g;
-  const int a = g.addInput("a", {4}, DType::kInt32, ir::TensorRole::kInput);
-  const int b = g.addInput("b", {4}, DType::kInt32, ir::TensorRole::kInput);
-  const int p = g.pow("pow", a, b);
-  g.markOutput(p);
+  const int a = g.addInput("a", {7}, DType::kInt64, ir::TensorRole::kInput);
+  const int b = g.addInput("b", {7}, DType::kInt64, ir::TensorRole::kInput);
+  const int wide = g.pow("pow", a, b);
+  const int narrow = g.pow("pow32", g.cast("a32", a, DType::kInt32), g.cast("b32", b, DType::kInt32));
+  g.markOutput(wide);
+  g.markOutput(narrow);
   const auto values = CpuExecutor(g, CpuOptions{})
-                          .run({{"a", ir::TensorValue{{4}, DType::kInt32, {}, {0, -2, 3, 0}}},
-                                {"b", ir::TensorValue{{4}, DType::kInt32, {}, {-1, -1, 3, 0}}}});
-  // 0^-1 = inf -> INT64_MAX -> -1 in 32 bits; (-2)^-1 = -0.5 -> 0; 3^3 = 27; 0^0 = 1.
-  EXPECT_EQ(values[static_cast<size_t>(p)].ints, (std::vector<int64_t>{-1, 0, 27, 1}));
+                          .run({{"a", ir::TensorValue{{7}, DType::kInt64, {}, {0, -2, 3, 0, 3, 2, -1}}},
+                                {"b", ir::TensorValue{{7}, DType::kInt64, {}, {-1, -1, 3, 0, 39, 63, -3}}}});
+  EXPECT_EQ(values[static_cast<size_t>(wide)].ints,
+            (std::vector<int64_t>{INT64_MAX, 0, 27, 1, 4052555153018976267, INT64_MIN, -1}));
+  // In 32 bits: INT64_MAX's low bits are -1; 3^39 and 2^63 wrap.
+  EXPECT_EQ(values[static_cast<size_t>(narrow)].ints,
+            (std::vector<int64_t>{-1, 0, 27, 1, -1201670133, 0, -1}));
 }
 
 TEST(CpuExecutor, F64IsNotRoundedAndCastsToNarrowerTypesRoundOnce) {

@@ -41,7 +41,7 @@ OpCase elementwiseOps() {
   g.markOutput(g.where("where", less, a, g.scale("half", b, 0.5)));
   g.markOutput(g.compare(ir::CompareDirection::kGe, "ge.int", i, j));
   g.markOutput(g.pow("pow", g.unary(ir::UnaryKind::kAbs, "abs", a), b));
-  g.markOutput(g.pow("pow.int", i, j));  // 0 to a negative power: infinity, clamped as a Cast clamps it
+  g.markOutput(g.pow("pow.int", i, j));  // exact, not a double pow (numerics::integerPow)
   return {"elementwise ops, broadcast, on floats and integers", g, randomFeeds(g, 1, -3, 3)};
 }
 

@@ -1,10 +1,11 @@
 // The elementwise ops of the CUDA executor, one thread per output element: numpy
 // broadcasting of up to three operands (Strides), arithmetic in float as the CPU
-// executor's float instantiation (double for Pow and the MSE gradient, as there),
-// integers wrapped to the output's width.
+// executor's float instantiation (double for Pow and the MSE gradient, as there; an integer
+// to an integer power exactly), integers wrapped to the output's width.
 #pragma once
 
 #include "reference/cuda/kernels/element.hpp"
+#include "sim/common/integer_pow.hpp"
 
 namespace tpusim::reference::cuda {
 
@@ -141,6 +142,10 @@ struct PointwiseKernel {
         return;
       }
       case Pointwise::kPow: {
+        if (!isFloating(a.in[0].elem) && !isFloating(a.in[1].elem)) {
+          storeInt(a.out, i, ::tpusim::numerics::integerPow(loadInt(a.in[0], at[0]), loadInt(a.in[1], at[1])));
+          return;
+        }
         const double result = pow(loadDouble(a.in[0], at[0]), loadDouble(a.in[1], at[1]));
         if (floating) {
           storeDouble(a.out, i, result);

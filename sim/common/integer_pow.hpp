@@ -1,0 +1,30 @@
+// An integer Pow, exactly: the CPU executor and the CUDA kernels share it, so both give the
+// same bits (a double pow is exact on x86 for such cases, but only within 2 ulp on a GPU, where
+// 3^3 could truncate to 26), and results past 2^53 are the integer ones, as numpy's.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/common/float_bits.hpp"  // TPUSIM_HOST_DEVICE
+
+namespace tpusim::numerics {
+
+// base^exponent, wrapping as int64 multiplication does (a narrower dtype's wrap comes after: its
+// low bits are the same). A negative exponent gives the real result truncated toward zero, as a
+// Cast of it would: +-1 for a base of +-1, 0 for any other base but 0, whose infinity is
+// clamped to INT64_MAX.
+TPUSIM_HOST_DEVICE inline int64_t integerPow(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent & 1) != 0 ? -1 : 1;
+    return base == 0 ? INT64_MAX : 0;
+  }
+  uint64_t result = 1, square = static_cast<uint64_t>(base);  // unsigned: wrapping is defined
+  for (auto e = static_cast<uint64_t>(exponent); e != 0; e >>= 1) {
+    if ((e & 1) != 0) result *= square;
+    square *= square;
+  }
+  return static_cast<int64_t>(result);
+}
+
+}  // namespace tpusim::numerics
