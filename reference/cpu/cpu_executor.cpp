@@ -411,9 +411,8 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       const TensorValue& a = in(0);
       const TensorValue& b = in(1);
       if (!TensorValue::isFloating(a.dtype) && !TensorValue::isFloating(b.dtype)) {
-        broadcastBinary<int64_t>(a.ints, a.shape, b.ints, b.shape, out.ints, out.shape, [&](int64_t x, int64_t e) {
-          return wrapTo(out.dtype, numerics::integerPow(x, e));
-        });
+        broadcastBinary<int64_t>(a.ints, a.shape, b.ints, b.shape, out.ints, out.shape,
+                                 [&](int64_t x, int64_t e) { return wrapTo(out.dtype, numerics::integerPow(x, e)); });
         break;
       }
       const std::vector<double> av = asDoubles(a);

@@ -35,8 +35,8 @@ std::string libraryVersions() {
   cublasGetProperty(PATCH_LEVEL, &cublas[2]);
   const std::string nccl_text = ncclGetVersion(&nccl) == ncclSuccess ? tripleVersion(nccl) : "unknown";
   return "driver " + cudaVersion(driver) + ", runtime " + cudaVersion(runtime) + ", cuBLAS " +
-         std::to_string(cublas[0]) + "." + std::to_string(cublas[1]) + "." + std::to_string(cublas[2]) +
-         ", cuDNN " + tripleVersion(static_cast<long long>(cudnnGetVersion())) + ", NCCL " + nccl_text;
+         std::to_string(cublas[0]) + "." + std::to_string(cublas[1]) + "." + std::to_string(cublas[2]) + ", cuDNN " +
+         tripleVersion(static_cast<long long>(cudnnGetVersion())) + ", NCCL " + nccl_text;
 }
 
 }  // namespace

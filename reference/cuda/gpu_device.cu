@@ -184,7 +184,9 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     // C^T = op(B)^T op(A)^T, and a row-major matrix read column-major is its transpose.
     if (g.batch * g.m * g.n == 0) return;
     if (g.k == 0) {  // an empty sum: zeros (cuBLAS refuses a leading dimension of 0)
-      check(cudaMemsetAsync(g.c.data, 0, static_cast<size_t>(g.batch * g.m * g.n) * static_cast<size_t>(elementBytes(g.c.elem)), m_stream),
+      check(cudaMemsetAsync(g.c.data, 0,
+                            static_cast<size_t>(g.batch * g.m * g.n) * static_cast<size_t>(elementBytes(g.c.elem)),
+                            m_stream),
             "zeroing a GEMM's output");
       return;
     }
@@ -329,8 +331,8 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
         return;
       case ConvPass::kGradWeight:
         check(cudnnConvolutionBackwardFilter(m_dnn, &alpha, plan.x, c.x.data, plan.y, c.y.data, plan.conv,
-                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm),
-                                             m_workspace, plan.workspace_bytes, &beta, plan.w, c.w.data),
+                                             static_cast<cudnnConvolutionBwdFilterAlgo_t>(plan.algorithm), m_workspace,
+                                             plan.workspace_bytes, &beta, plan.w, c.w.data),
               "convolution backward filter");
         return;
     }

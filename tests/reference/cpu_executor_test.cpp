@@ -423,8 +423,7 @@ TEST(CpuExecutor, IntegerPowIsExactAndWrapsAndNegativeExponentsTruncate) {
   EXPECT_EQ(values[static_cast<size_t>(wide)].ints,
             (std::vector<int64_t>{INT64_MAX, 0, 27, 1, 4052555153018976267, INT64_MIN, -1}));
   // In 32 bits: INT64_MAX's low bits are -1; 3^39 and 2^63 wrap.
-  EXPECT_EQ(values[static_cast<size_t>(narrow)].ints,
-            (std::vector<int64_t>{-1, 0, 27, 1, -1201670133, 0, -1}));
+  EXPECT_EQ(values[static_cast<size_t>(narrow)].ints, (std::vector<int64_t>{-1, 0, 27, 1, -1201670133, 0, -1}));
 }
 
 TEST(CpuExecutor, F64IsNotRoundedAndCastsToNarrowerTypesRoundOnce) {

@@ -14,9 +14,9 @@
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cuda/cuda_device.hpp"
 #include "sim/common/error.hpp"
+#include "tests/reference/cuda_op_cases.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/source_dir.hpp"
-#include "tests/reference/cuda_op_cases.hpp"
 
 namespace tpusim::reference {
 namespace {

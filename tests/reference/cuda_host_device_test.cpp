@@ -15,9 +15,9 @@
 #include "reference/cuda/cuda_executor.hpp"
 #include "reference/cuda/host_device.hpp"
 #include "sim/common/error.hpp"
+#include "tests/reference/cuda_op_cases.hpp"
 #include "tests/support/expect_error.hpp"
 #include "tests/support/source_dir.hpp"
-#include "tests/reference/cuda_op_cases.hpp"
 
 namespace tpusim::reference {
 namespace {

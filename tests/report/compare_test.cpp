@@ -152,8 +152,9 @@ TEST(Compare, NamesTheGpuLibrariesWhereTheReferenceRecordsThem) {
   ref["device_libraries"] = "driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3";
   const Json c = buildComparison(simReport(), ref, Json());
   EXPECT_EQ(c["reference"]["device_libraries"], ref["device_libraries"]);
-  EXPECT_NE(comparisonText(c).find("libraries    driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3\n"),
-            std::string::npos);
+  EXPECT_NE(
+      comparisonText(c).find("libraries    driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3\n"),
+      std::string::npos);
 }
 
 TEST(Compare, SameReportsGiveTheSameText) {
