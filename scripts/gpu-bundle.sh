@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Makes the GPU bundle (docs/reference.md, "GPU check"): tpusim and the CUDA test binary built
-# here with nvcc, with the shared libraries they need that a GPU machine cannot be expected to
-# have (SystemC, protobuf, the ONNX protos, Boost, spdlog, fmt, zlib), so that
+# Makes the GPU bundle (docs/reference.md, "GPU check"): tpusim and the test binaries that hold
+# the GPU tests (the CUDA executor's, and the ONNX node-test suite's, with Debian's copy of the
+# suite) built here with nvcc, with the shared libraries they need that a GPU machine cannot be
+# expected to have (SystemC, protobuf, the ONNX library, Boost, spdlog, fmt, zlib), so that
 # `GPU_BUNDLE=gpu-bundle scripts/gpu-check.sh` runs on a GPU machine that has the CUDA libraries
 # but none of this project's Debian packages and no network to fetch them.
 #
@@ -25,7 +26,8 @@ build="${BUILD_DIR:-$root/build-gpu}"
 bundle="${GPU_BUNDLE:-$root/gpu-bundle}"
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 max_mb="${BUNDLE_MAX_MB:-40}"
-binaries=(tpusim tests/reference_cuda_test)
+binaries=(tpusim tests/reference_cuda_test tests/validation_test)
+suite=/usr/share/libonnx-testdata/data/node
 
 fail() {
   echo "gpu-bundle: $*" >&2
@@ -35,7 +37,7 @@ fail() {
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
-cmake --build "$build" -j "$jobs" --target tpusim reference_cuda_test >/dev/null
+cmake --build "$build" -j "$jobs" --target tpusim reference_cuda_test validation_test >/dev/null
 
 # The CUDA backend is built only where CMake found nvcc, cuDNN and NCCL (reference/CMakeLists.txt).
 ldd "$build/tpusim" | grep -q 'libcudart\.so' ||
@@ -66,6 +68,9 @@ while read -r name path; do
 done < <(for binary in "${binaries[@]}"; do ldd "$build/$binary"; done |
   awk '$2 == "=>" { print $1, ($3 == "not" ? "" : $3) }' | sort -u)
 
+[[ -d "$suite" ]] || fail "$suite is missing: install libonnx-testdata (scripts/setup.sh does)"
+tar -C "$(dirname "$suite")" -czf "$bundle/onnx-node-suite.tar.gz" "$(basename "$suite")"
+
 # The newest symbol versions any carried file asks of libstdc++ and glibc.
 newest() { objdump -T "$bundle"/bin/* "$bundle"/lib/*.so* | grep -o "$1_[0-9][0-9.]*" | sort -uV | tail -n 1; }
 
@@ -75,6 +80,7 @@ size_mb=$(du -sm "$bundle" | cut -f1)
   echo "built: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -m)"
   echo "compiler: $(c++ --version | head -n 1)"
   echo "cuda: $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown), architectures $(grep -o 'CMAKE_CUDA_ARCHITECTURES:[A-Z]*=.*' "$build/CMakeCache.txt" | cut -d= -f2 || echo '80 90')"
+  echo "onnx-node-suite: libonnx-testdata $(dpkg-query -W -f='${Version}' libonnx-testdata 2>/dev/null || echo unknown), $(find "$suite" -mindepth 1 -maxdepth 1 -type d | wc -l) cases"
   echo "needs-cuda-libs: ${!cuda_libs[*]}"
   echo "needs-glibc: $(newest GLIBC)"
   echo "needs-glibcxx: $(newest GLIBCXX)"

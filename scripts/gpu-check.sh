@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The prepared check for a machine with an NVIDIA GPU (docs/reference.md, "GPU check"): builds
 # tpusim with CUDA, or takes the bundle scripts/gpu-bundle.sh made (GPU_BUNDLE), runs the CUDA
-# tests, then `tpusim reference --backend cuda` (and, for mlp, --backend cpu) and `tpusim compare`
-# on traces/mlp.onnx (f32 and mixed_bfloat16) and traces/resnet50.onnx at a small batch.
+# tests and the ONNX node-test suite (on the GPU too where one is), then `tpusim reference
+# --backend cuda` (and, for mlp, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32
+# and mixed_bfloat16) and traces/resnet50.onnx at a small batch.
 # Each step's output goes in <step>.log, the reports and tables in <model>/, and summary.txt has
 # one line per step: its name, exit code, seconds and what the code means. A step that fails is
 # recorded and the script goes on; exit codes 4 (unsupported: the CUDA executor is not built, or
@@ -40,8 +41,8 @@ summary="$results/summary.txt"
 failed=0
 
 # The files left beside gpu-check.tar.gz with GPU_CHECK_PACK=1: at most 8 in all.
-pack_keep=(summary.txt machine.txt cuda-tests.log mlp-compare-cuda.log mlp-bf16-compare-cuda.log
-  resnet50-compare-cuda.log)
+pack_keep=(summary.txt machine.txt cuda-tests.log onnx-node-suite.log mlp-compare-cuda.log
+  mlp-bf16-compare-cuda.log resnet50-compare-cuda.log)
 finish() {
   [[ "$pack" == 1 ]] || return 0
   local name
@@ -179,6 +180,13 @@ if [[ -n "$bundle" ]]; then
   tpusim="$bundle/bin/tpusim"
   step cuda-tests 120 "$bundle/bin/reference_cuda_test" --gtest_filter='Cuda*'
   skipped=$(grep -cE '^\[  SKIPPED \] [A-Za-z0-9_]+\.[A-Za-z0-9_]+ \(' "$results/cuda-tests.log")
+  # The suite the bundle carries (Debian's), unpacked outside the results.
+  suite_dir=$(mktemp -d)
+  tar -C "$suite_dir" -xzf "$bundle/onnx-node-suite.tar.gz"
+  export TPUSIM_ONNX_NODE_SUITE="$suite_dir/node"
+  step onnx-node-suite 120 "$bundle/bin/validation_test" --gtest_filter='OnnxNodeSuite.*'
+  unset TPUSIM_ONNX_NODE_SUITE
+  rm -rf "$suite_dir"
 else
   launcher=()
   if command -v ccache >/dev/null; then
@@ -194,7 +202,7 @@ else
   # Only what the check runs: the CLI and the test binary that holds the CUDA tests.
   targets=(tpusim)
   if cmake --build "$build" --target help 2>/dev/null | grep -q "reference_cuda_test"; then
-    targets+=(reference_cuda_test)
+    targets+=(reference_cuda_test validation_test)
   fi
   if ! step build 330 cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
     note "gpu-check: build failed (see build.log)"
@@ -204,6 +212,7 @@ else
   # The CUDA tests skip, with their reason, where no GPU is visible.
   step cuda-tests 120 ctest --test-dir "$build" -R '^Cuda' --output-on-failure --no-tests=error
   skipped=$(grep -cs "(Skipped)" "$results/cuda-tests.log")
+  step onnx-node-suite 120 ctest --test-dir "$build" -R '^OnnxNodeSuite' --output-on-failure --verbose --no-tests=error
 fi
 ((${skipped:-0} > 0)) && note "cuda-tests: $skipped skipped (see cuda-tests.log for the reason)"
 

@@ -66,7 +66,9 @@ def _run_bare(tree, bundle, out, hide_cuda_libs=False, extra_env=""):
     copies are empty files, the source tree is empty and /usr/local/cuda is empty, its libraries
     under /opt unless hide_cuda_libs."""
     carried = sorted(p.name for p in (bundle / "lib").iterdir() if p.is_file())
-    system = _ldd(BUILD / "tpusim")
+    system = {}
+    for binary in ["tpusim", "tests/reference_cuda_test", "tests/validation_test"]:
+        system.update(_ldd(BUILD / binary))
     hide = [os.path.realpath(system[name]) for name in carried if name in system]
     assert len(hide) == len(carried), (carried, system)
     lines = ["set -e", "mount -t tmpfs none /opt"]
@@ -91,6 +93,8 @@ def test_bundle_carries_what_a_gpu_machine_lacks_and_names_what_it_must_have(bun
     assert not any(name.startswith(("libcud", "libnccl", "libc.so")) for name in carried)
     assert {p.name for p in (bundle / "lib" / "fallback").iterdir()} == {"libstdc++.so.6", "libgcc_s.so.1"}
     assert int(manifest["size-mb"]) <= 40
+    assert {p.name for p in (bundle / "bin").iterdir()} == {"tpusim", "reference_cuda_test", "validation_test"}
+    assert (bundle / "onnx-node-suite.tar.gz").exists() and "libonnx-testdata" in manifest["onnx-node-suite"]
 
 
 def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tree, bundle, tmp_path):
@@ -104,6 +108,11 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
                  "resnet50-sim                 rc 0", "resnet50-reference-cuda      rc 6"]:
         assert line in summary, summary
     assert "cuda-tests: 4 skipped" in summary
+    # The ONNX node-test suite from the bundle's copy: on the host device, and no GPU to run it on.
+    assert "onnx-node-suite              rc 0" in summary, summary
+    suite_log = (tmp_path / "onnx-node-suite.log").read_text()
+    assert "CUDA executor on the host device: 368 test data sets ran" in suite_log, suite_log
+    assert "CUDA executor on the GPU: not run (no CUDA device visible)" in suite_log
     # What the device tool brings back: at most 8 files, everything else in the archive.
     kept = sorted(p.name for p in tmp_path.iterdir())
     assert len(kept) <= 8 and "gpu-check.tar.gz" in kept and "gpu-check" not in kept, kept

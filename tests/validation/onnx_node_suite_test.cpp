@@ -5,13 +5,17 @@
 // prints how many cases exist, how many use only supported ops and how many
 // passed; a supported case that fails, for any reason, fails the test. Each case
 // the CUDA executor runs is also run by it on the host device and must give the
-// CPU executor's bits.
+// CPU executor's bits, and, where a GPU is visible, on the GPU within
+// tests/support/gpu_bound.hpp's bound. TPUSIM_ONNX_NODE_SUITE names another copy of
+// the suite (scripts/gpu-check.sh carries Debian's to a GPU machine).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -23,16 +27,30 @@
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/import/onnx_tensor.hpp"
 #include "reference/cpu/cpu_executor.hpp"
+#include "reference/cuda/cuda_device.hpp"
 #include "reference/cuda/cuda_executor.hpp"
 #include "reference/cuda/host_device.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/gpu_bound.hpp"
 
 namespace tpusim {
 namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kSuiteDir = "/usr/share/libonnx-testdata/data/node";
+std::string suiteDir() {
+  const char* dir = std::getenv("TPUSIM_ONNX_NODE_SUITE");
+  return dir != nullptr && *dir != '\0' ? dir : "/usr/share/libonnx-testdata/data/node";
+}
+
+bool gpuVisible() {
+  try {
+    reference::firstCudaDevice();
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
 
 std::set<std::string> opList(const char* text) {
   std::set<std::string> ops;
@@ -145,12 +163,17 @@ std::string compare(const ir::TensorValue& expected, const ir::TensorValue& actu
   return expected.ints == actual.ints ? "" : "integer values differ";
 }
 
-// The cases the CUDA executor also ran, on the host device (reference/cuda/host_device.hpp),
-// and those it refused (an op or dtype it lacks), by the reason's op type.
+// The cases the CUDA executor also ran, on the host device (reference/cuda/host_device.hpp)
+// and, where `gpu`, on the GPU; those it refused (an op or dtype it lacks), by the reason's op
+// type; and the largest normwise error the GPU gave, per width, with its case.
 struct CudaTally {
+  bool gpu = false;
   int ran = 0;
   int refused = 0;
   std::map<std::string, int> refused_by;
+  int gpu_ran = 0;
+  std::string current_case;
+  std::map<std::string, std::pair<double, std::string>> gpu_worst;  // "f32" or "bf16/f16"
 };
 
 // Empty when the CUDA executor, run on the host device, gives every tensor the CPU
@@ -181,6 +204,18 @@ std::string compareCudaOnHost(const ir::Graph& graph, const std::map<std::string
     if (!same) return "the CUDA executor on the host device differs from the CPU executor in '" + tensor.name + "'";
   }
   ++tally.ran;
+  if (!tally.gpu) return "";
+  const reference::TimedRun gpu = executor->runTimed(feeds, {0, 1});
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    const auto check = testing::checkGpuTensor(tensor, gpu.values[static_cast<size_t>(tensor.id)],
+                                               cpu[static_cast<size_t>(tensor.id)]);
+    if (!check.problem.empty()) return "the CUDA executor on the GPU is off the CPU executor in " + check.problem;
+    if (!isFloatingDType(tensor.dtype)) continue;
+    auto& worst = tally.gpu_worst[tensor.dtype == DType::kF32 ? "f32" : "bf16/f16"];
+    if (check.normwise > worst.first || worst.second.empty())
+      worst = {check.normwise, tally.current_case + " '" + tensor.name + "'"};
+  }
+  ++tally.gpu_ran;
   return "";
 }
 
@@ -247,11 +282,11 @@ int repairKnownDefects(const std::string& name, onnx::ModelProto& model) {
 }
 
 TEST(OnnxNodeSuite, EverySupportedCasePasses) {
-  if (!fs::exists(kSuiteDir))
-    GTEST_SKIP() << kSuiteDir << " is missing: install libonnx-testdata (scripts/setup.sh does)";
+  const std::string suite = suiteDir();
+  if (!fs::exists(suite)) GTEST_SKIP() << suite << " is missing: install libonnx-testdata (scripts/setup.sh does)";
   const std::set<std::string> supported = supportedOps();
   std::vector<fs::path> cases;
-  for (const auto& entry : fs::directory_iterator(kSuiteDir)) cases.push_back(entry.path());
+  for (const auto& entry : fs::directory_iterator(suite)) cases.push_back(entry.path());
   std::sort(cases.begin(), cases.end());
   int total = 0;
   int of_supported_ops = 0;
@@ -263,9 +298,11 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   int repaired = 0;
   std::map<std::string, int> passed_by_op;
   CudaTally cuda;
+  cuda.gpu = gpuVisible();
   for (const fs::path& dir : cases) {
     if (!fs::exists(dir / "model.onnx")) continue;
     ++total;
+    cuda.current_case = dir.filename().string();
     const onnx::ModelProto proto = loadModel(dir / "model.onnx");
     std::set<std::string> ops;
     for (const auto& node : proto.graph().node()) ops.insert(node.op_type());
@@ -338,6 +375,17 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
             << " refused (an op or dtype it lacks), by op:";
   for (const auto& [op, count] : cuda.refused_by) std::cout << " " << op << " " << count << ";";
   std::cout << "\n";
+  if (cuda.gpu) {
+    std::cout << "CUDA executor on the GPU: " << cuda.gpu_ran
+              << " test data sets within the bound of the CPU executor;";
+    for (const auto& [width, worst] : cuda.gpu_worst) {
+      std::cout << " worst normwise error in " << width << " " << worst.first << " (" << worst.second << ");";
+    }
+    std::cout << "\n";
+    EXPECT_EQ(cuda.gpu_ran, cuda.ran);
+  } else {
+    std::cout << "CUDA executor on the GPU: not run (no CUDA device visible)\n";
+  }
   EXPECT_GT(of_supported_ops, 0);
   EXPECT_EQ(passed, of_supported_ops);
   // Debian's suite (libonnx-testdata 1.12): 368 of its data sets run on the CUDA executor; fewer means it lost an op.
