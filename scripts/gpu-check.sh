@@ -118,10 +118,20 @@ loaded_libraries() {
 find_library() {
   local name="$1" dir
   for dir in ${CUDA_HOME:+"$CUDA_HOME/lib64"} /usr/local/cuda/lib64 /usr/local/cuda/lib \
-    /usr/local/cuda/targets/x86_64-linux/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+    /usr/local/cuda/targets/x86_64-linux/lib /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu \
+    /usr/lib64; do
     [[ -e "$dir/$name" ]] && echo "$dir/$name" && return 0
   done
   timeout 60 find /usr/local /opt /usr/lib -maxdepth 12 -name "$name" 2>/dev/null | head -n 1 | grep .
+}
+
+# Whether the dynamic loader finds library NAME: in LD_LIBRARY_PATH or in its cache.
+loader_finds() {
+  local dir
+  for dir in ${LD_LIBRARY_PATH//:/ }; do
+    [[ -e "$dir/$1" ]] && return 0
+  done
+  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$1 "
 }
 
 # GPU_BUNDLE: sets LD_LIBRARY_PATH so that the bundle's binaries find every library: the
@@ -168,6 +178,17 @@ use_bundle() {
   if ((${#missing[@]} > 0)); then
     note "gpu-check: this machine lacks ${missing[*]} (needed by the bundle; see libraries.log)"
     exit 1
+  fi
+  # The driver's libcuda.so.1, which the CUDA runtime opens at run time (so the loader lists it
+  # nowhere): where the loader would not find it, its folder is added. Without it the CUDA runs
+  # say there is no device.
+  if ! loader_finds libcuda.so.1; then
+    if path=$(find_library libcuda.so.1); then
+      echo "found libcuda.so.1 (the driver's): $path" | tee -a "$log"
+      LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$path")"
+    else
+      echo "libcuda.so.1 (the driver's) not found: the CUDA runs will say there is no device" | tee -a "$log"
+    fi
   fi
   # The CUDA libraries as loaded, for the record (the report's device_libraries has their versions).
   loaded_libraries "$bundle/bin/tpusim" | awk '$1 ~ /^lib(cudart|cublas|cublasLt|cudnn|nccl)\.so/ { print "cuda-lib: " $1 " => " $2 }' |

@@ -125,6 +125,7 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     assert (tmp_path / "gpu-check.tar.gz").stat().st_size < 16 << 20
     assert "found libcudnn.so.9: /opt/venv/site-packages/nvidia/lib/libcudnn.so.9" in log
     assert "libstdc++" not in log.split("LD_LIBRARY_PATH=")[0]  # this machine's libstdc++ is new enough
+    assert "libcuda.so.1 (the driver's) not found: the CUDA runs will say there is no device" in log
     assert f"LD_LIBRARY_PATH={bundle}/lib:/opt/venv/site-packages/nvidia/lib\n" in log
 
 
