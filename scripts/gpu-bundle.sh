@@ -14,15 +14,15 @@
 # bundle.txt records what was built (commit, compiler, CUDA) and what the GPU machine must
 # provide: one `key: value` line each, read by gpu-check.sh.
 #
-# Environment: BUILD_DIR (default build-gpu; an existing build is reused), GPU_BUNDLE (the
-# bundle's folder, default gpu-bundle), JOBS (build jobs, default nproc), BUNDLE_MAX_MB (default
-# 40: the device tool carries at most 64 MiB, the working tree included).
+# Environment: BUILD_DIR (default scripts/setup.sh's build/, brought up to date, or configured
+# where missing), GPU_BUNDLE (the bundle's folder, default gpu-bundle), JOBS (build jobs, default
+# nproc), BUNDLE_MAX_MB (default 40: the device tool carries at most 64 MiB, the tree included).
 # Exits 1 when the build fails, has no CUDA backend, or the bundle is over BUNDLE_MAX_MB.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-build="${BUILD_DIR:-$root/build-gpu}"
+build="${BUILD_DIR:-${TPUSIM_BUILD_DIR:-$root/build}}"
 bundle="${GPU_BUNDLE:-$root/gpu-bundle}"
 jobs="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 max_mb="${BUNDLE_MAX_MB:-40}"
