@@ -3,7 +3,7 @@
 # tpusim with CUDA, or takes the bundle scripts/gpu-bundle.sh made (GPU_BUNDLE), runs the CUDA
 # tests and the ONNX node-test suite (on the GPU too where one is), then `tpusim reference
 # --backend cuda` (and, for mlp, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32
-# and mixed_bfloat16) and traces/resnet50.onnx at a small batch.
+# and mixed_bfloat16), traces/resnet50.onnx and traces/dlrm.onnx at a small batch.
 # Each step's output goes in <step>.log, the reports and tables in <model>/, and summary.txt has
 # one line per step: its name, exit code, seconds and what the code means. A step that fails is
 # recorded and the script goes on; exit codes 4 (unsupported: the CUDA executor is not built, or
@@ -243,7 +243,7 @@ fi
 # out because the CPU's direct convolution loops take minutes for its step.
 seed=1
 for spec in "mlp mlp 8 float32 functional cpu" "mlp-bf16 mlp 8 mixed_bfloat16 functional cpu" \
-  "resnet50 resnet50 2 float32 timed cuda-only"; do
+  "resnet50 resnet50 2 float32 timed cuda-only" "dlrm dlrm 2 float32 timed cuda-only"; do
   read -r name model batch precision sim_kind cpu <<<"$spec"
   trace="traces/$model.onnx"
   if [[ ! -f "$trace" ]]; then

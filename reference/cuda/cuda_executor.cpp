@@ -19,8 +19,14 @@ Error invalid(const ir::Op& op, const std::string& what) {
   return Error(ErrorKind::kInvalidInput, what).within("op '" + op.name + "'");
 }
 
-// Labels and gather indices index a row: out of range is an input error, checked on the
-// host before any kernel reads them (the kernels cannot report it). They are fed (op_support).
+// The message for a gather index out of range, as the CPU executor words it.
+std::string indexOutOfRange(int64_t index, int64_t length) {
+  return "index " + std::to_string(index) + " is out of range for a dimension of " + std::to_string(length);
+}
+
+// Labels and gather indices index a row: out of range is an input error. Fed ones are checked
+// here, on the host, before any kernel reads them; labels are always fed (op_support), and a
+// gather's computed indices are checked by its kernels (checkIndexFaults).
 void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fed) {
   for (const ir::Op& op : graph.ops()) {
     const auto values = [&](size_t i) -> const std::vector<int64_t>& {
@@ -57,10 +63,7 @@ void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fe
         const ir::Shape& data = graph.tensor(op.type == OpType::kGather ? op.inputs[0] : op.outputs[0]).shape;
         const int64_t length = data[static_cast<size_t>(op.axis)];
         for (int64_t index : values(1)) {
-          if (index < -length || index >= length) {
-            throw invalid(op, "index " + std::to_string(index) + " is out of range for a dimension of " +
-                                  std::to_string(length));
-          }
+          if (index < -length || index >= length) throw invalid(op, indexOutOfRange(index, length));
         }
         break;
       }
@@ -186,7 +189,23 @@ namespace {
 struct Replica {
   std::vector<Ref> refs;                 // by tensor id
   std::vector<cuda::OpLaunch> launches;  // by op; empty for a cross-replica AllReduce
+  std::vector<cuda::IndexFault> faults;  // by op
 };
+
+// After a run: the first op whose kernels saw an index out of range, named with its value.
+void checkIndexFaults(cuda::Device& device, const ir::Graph& graph, const Replica& replica) {
+  for (size_t i = 0; i < replica.faults.size(); ++i) {
+    const cuda::IndexFault& fault = replica.faults[i];
+    if (fault.slot == nullptr) continue;
+    uint64_t position = cuda::kNoFault;
+    device.download(&position, fault.slot, sizeof position);
+    if (position == cuda::kNoFault) continue;
+    const size_t bytes = static_cast<size_t>(cuda::elementBytes(fault.indices.elem));
+    int64_t stored = 0;  // an integer tensor is int64 on the device (element.hpp)
+    device.download(&stored, static_cast<const unsigned char*>(fault.indices.data) + position * bytes, bytes);
+    throw invalid(graph.ops()[i], indexOutOfRange(stored, fault.length));
+  }
+}
 
 Replica prepare(cuda::Device& device, const ir::Graph& graph, const std::vector<ir::TensorValue>& fed,
                 bool across_replicas) {
@@ -211,7 +230,9 @@ Replica prepare(cuda::Device& device, const ir::Graph& graph, const std::vector<
   for (const ir::Op& op : graph.ops()) {
     try {
       const bool collective = across_replicas && op.type == OpType::kAllReduce && op.replicas > 1;
-      replica.launches.push_back(collective ? cuda::OpLaunch{} : cuda::planOp(device, graph, op, replica.refs));
+      cuda::PlannedOp planned = collective ? cuda::PlannedOp{} : cuda::planOp(device, graph, op, replica.refs);
+      replica.launches.push_back(std::move(planned.launch));
+      replica.faults.push_back(planned.fault);
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
@@ -254,6 +275,7 @@ std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& d
         throw error.within("op '" + op.name + "'");
       }
     }
+    for (size_t r = 0; r < count; ++r) checkIndexFaults(*devices[r], m_graph, replicas[r]);
   }
 
   std::vector<TimedRun> timed(count);

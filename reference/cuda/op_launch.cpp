@@ -43,6 +43,9 @@ class Planner {
   Planner(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs)
       : m_device(device), m_graph(graph), m_op(op), m_refs(refs) {}
 
+  // Where the op's kernels report an index out of range, once plan() has run.
+  const IndexFault& fault() const { return m_fault; }
+
   OpLaunch plan() {
     switch (m_op.type) {
       case OpType::kMatMul: return matmul();
@@ -296,17 +299,20 @@ class Planner {
     };
   }
 
-  GatherArgs gatherArgs(const ir::Shape& data) const {
+  GatherArgs gatherArgs(const ir::Shape& data) {
     GatherArgs g;
     g.outer = outerOf(data, m_op.axis);
     g.length = data[static_cast<size_t>(m_op.axis)];
     g.inner = innerOf(data, m_op.axis);
     g.indices_count = ir::elementCount(shape(input(1)));
     g.indices = ref(input(1));
+    g.fault = static_cast<uint64_t*>(m_device.allocate(sizeof(uint64_t)));
+    m_device.upload(g.fault, &kNoFault, sizeof kNoFault);
+    m_fault = {g.fault, g.indices, g.length};
     return g;
   }
 
-  OpLaunch gather() const {
+  OpLaunch gather() {
     GatherArgs g = gatherArgs(shape(input(0)));
     g.data = ref(input(0));
     g.out = ref(output());
@@ -462,12 +468,15 @@ class Planner {
   const ir::Graph& m_graph;
   const ir::Op& m_op;
   const std::vector<Ref>& m_refs;
+  IndexFault m_fault;  // set by gatherArgs
 };
 
 }  // namespace
 
-OpLaunch planOp(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs) {
-  return Planner(device, graph, op, refs).plan();
+PlannedOp planOp(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs) {
+  Planner planner(device, graph, op, refs);
+  OpLaunch launch = planner.plan();
+  return {std::move(launch), planner.fault()};
 }
 
 }  // namespace tpusim::reference::cuda

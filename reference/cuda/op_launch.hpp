@@ -3,6 +3,7 @@
 // so that a timed run only issues the calls.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -13,7 +14,22 @@ namespace tpusim::reference::cuda {
 
 using OpLaunch = std::function<void(Device&)>;
 
+// Where a Gather's or GatherGrad's kernels record an index out of range (their indices may be
+// computed on the device, where no check ran before): the slot with the first bad index's
+// position (kNoFault: none; never reset, as the run that sets it ends the step), and the
+// indices, to read its value back.
+struct IndexFault {
+  uint64_t* slot = nullptr;  // null: the op has no indices
+  Ref indices;
+  int64_t length = 0;  // of the indexed dimension
+};
+
+struct PlannedOp {
+  OpLaunch launch;
+  IndexFault fault;
+};
+
 // `refs` holds every tensor's device buffer by tensor id; `op` passed unsupportedReason().
-OpLaunch planOp(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs);
+PlannedOp planOp(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs);
 
 }  // namespace tpusim::reference::cuda

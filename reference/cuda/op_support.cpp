@@ -64,10 +64,17 @@ std::string poolReason(const ir::Graph& graph, const ir::Op& op) {
   return "";
 }
 
-// Labels and gather indices are checked on the host before the run: they must be fed.
-std::string fedIndices(const ir::Graph& graph, int tensor, const char* what) {
+// Gather indices: int32 or int64; fed ones are range-checked on the host before the run,
+// computed ones by the gather's kernels (kernels/reduce.hpp).
+std::string integerIndices(const ir::Graph& graph, int tensor, const char* what) {
   const DType dtype = dtypeOf(graph, tensor);
   if (dtype != DType::kInt64 && dtype != DType::kInt32) return std::string("its ") + what + " must be int32 or int64";
+  return "";
+}
+
+// Labels are checked on the host before the run: they must be fed.
+std::string fedIndices(const ir::Graph& graph, int tensor, const char* what) {
+  if (std::string why = integerIndices(graph, tensor, what); !why.empty()) return why;
   if (!fed(graph, tensor)) return std::string("its ") + what + " are computed, not fed (their range is checked on entry)";
   return "";
 }
@@ -140,11 +147,11 @@ std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op, int64_t 
       return op.reduction == ir::Reduction::kMax || op.reduction == ir::Reduction::kMin
                  ? ""
                  : "the CUDA executor sums and averages floating tensors only";
-    case OpType::kGather: return fedIndices(graph, op.inputs[1], "indices");
+    case OpType::kGather: return integerIndices(graph, op.inputs[1], "indices");
     case OpType::kGatherGrad:
       if (!isFloatingDType(dtypeOf(graph, op.inputs[0])) || !isFloatingDType(dtypeOf(graph, out)))
         return "its gradient must be floating";
-      return fedIndices(graph, op.inputs[1], "indices");
+      return integerIndices(graph, op.inputs[1], "indices");
     case OpType::kSoftmaxCrossEntropy:
     case OpType::kSoftmaxCrossEntropyGrad:
       if (!isFloatingDType(dtypeOf(graph, op.inputs[0])) || shapeOf(graph, op.inputs[0]).size() != 2)

@@ -103,10 +103,9 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     assert done.returncode == 0, done.stdout + done.stderr
     # No GPU here: the CUDA runs say so (6); the host-device tests, the simulations, the CPU
     # references and their comparisons run from the bundle with its own libraries.
-    for line in ["cuda-tests                   rc 0", "mlp-reference-cuda           rc 6",
-                 "mlp-compare-cpu              rc 0", "mlp-bf16-compare-cpu         rc 0",
-                 "resnet50-sim                 rc 0", "resnet50-reference-cuda      rc 6"]:
-        assert line in summary, summary
+    for step, rc in [("cuda-tests", 0), ("mlp-reference-cuda", 6), ("mlp-compare-cpu", 0), ("mlp-bf16-compare-cpu", 0),
+                     ("resnet50-sim", 0), ("resnet50-reference-cuda", 6), ("dlrm-sim", 0), ("dlrm-reference-cuda", 6)]:
+        assert f"{step:<28} rc {rc:<3}" in summary, summary
     assert "cuda-tests: 4 skipped" in summary
     # The ONNX node-test suite from the bundle's copy: on the host device, and no GPU to run it on.
     assert "onnx-node-suite              rc 0" in summary, summary

@@ -63,6 +63,19 @@ TEST(CudaHostDevice, RunsEveryOpFamilyAndTheMlpStepsBitForBitLikeTheCpuExecutor)
   }
 }
 
+// The CUDA executor takes the training step of every shipped model (its refusals come before any
+// device is touched, so this needs no GPU): `tpusim reference --backend cuda` on the zoo runs.
+TEST(CudaHostDevice, TakesTheTrainingStepOfEveryShippedModel) {
+  for (const std::string model : {"mlp", "resnet50", "bert_base", "gpt2_small", "vit_b16", "dlrm"}) {
+    SCOPED_TRACE(model);
+    RunRequest request;
+    request.model_path = tpusim::testing::sourceDir() + "/traces/" + model + ".onnx";
+    request.batch = 2;
+    const ModelGraph built = buildModelGraph(request);
+    EXPECT_NO_THROW(CudaExecutor{built.graph});
+  }
+}
+
 TEST(CudaHostDevice, RefusesWhatTheGpuCannotRunNamingTheOp) {
   ir::Graph div;
   const int i = div.addInput("i", {4}, DType::kInt32, ir::TensorRole::kInput);
@@ -105,6 +118,35 @@ TEST(CudaHostDevice, ChecksLabelsAndIndicesBeforeAnyKernelReadsThem) {
   feeds["ids"].ints = {0, -5, 2};
   expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput,
               "op 'rows': index -5 is out of range for a dimension of 4");
+}
+
+// Indices computed in the step (as DLRM picks each table's ids out of one feature tensor) are
+// checked by the gather's kernels: in range, the CPU executor's bits; out of range, the CPU
+// executor's error, naming the op and the first bad index.
+TEST(CudaHostDevice, GathersByComputedIndicesAndChecksThemOnTheDevice) {
+  ir::Graph g;
+  const int table = g.addWeight("table", {5, 3}, DType::kF32);
+  const int features = g.addInput("features", {2, 4}, DType::kInt64, ir::TensorRole::kInput);
+  const int column = g.addInput("column", {1}, DType::kInt64, ir::TensorRole::kInput);
+  const int picked = g.gather("picked", features, column, 1);  // [2, 1]: computed ids
+  const int ids =
+      g.binary(ir::OpType::kSub, "shifted", picked, g.addInput("one", {1}, DType::kInt64, ir::TensorRole::kInput));
+  const int rows = g.gather("rows", table, ids, 0);  // [2, 1, 3]
+  g.markOutput(rows);
+  const int dy = g.addInput("dy", g.tensor(rows).shape, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.gatherGrad("rows.grad", dy, ids, {5, 3}, 0));
+  Feeds feeds = randomFeeds(g, 4);
+  feeds["features"].ints = {9, 4, 0, 7, 1, 5, 2, 8};
+  feeds["column"].ints = {1};
+  feeds["one"].ints = {1};
+  expectLikeCpu(g, feeds);     // ids 3 and 4
+  feeds["column"].ints = {3};  // ids 6 and 7: out of range for 5 rows
+  const std::string problem = "op 'rows': index 6 is out of range for a dimension of 5";
+  expectError([&] { CpuExecutor(g, {}).run(feeds); }, ErrorKind::kInvalidInput, problem);
+  expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput, problem);
+  feeds["column"].ints = {1};
+  feeds["one"].ints = {5};  // ids -1 and 0: -1 counts from the end, as on the CPU
+  expectLikeCpu(g, feeds);
 }
 
 // Data parallel over two host devices (the simulator's data-parallel graph): each replica's

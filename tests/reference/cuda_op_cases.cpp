@@ -187,8 +187,10 @@ OpCase modelStep(const std::string& model, int64_t batch, const std::string& opt
   request.precision = precision;
   const ModelGraph built = buildModelGraph(request);
   const NamedValues inputs = generatedInputs(built, 3);
-  return {model + " training step, " + optimizer + ", " + precision, built.graph,
-          completeFeeds(built, {inputs.begin(), inputs.end()})};
+  std::map<std::string, ir::TensorValue> given(inputs.begin(), inputs.end());
+  const NamedValues weights = generatedWeights(built, 3);  // a shape-only model's, as tpusim reference makes them
+  given.insert(weights.begin(), weights.end());
+  return {model + " training step, " + optimizer + ", " + precision, built.graph, completeFeeds(built, given)};
 }
 
 }  // namespace
@@ -201,6 +203,8 @@ std::vector<OpCase> cudaOpCases() {
     cases.push_back(modelStep("mlp.onnx", 8, optimizer, "float32"));
   }
   for (const char* precision : {"mixed_bfloat16", "mixed_float16"}) cases.push_back(modelStep("mlp.onnx", 8, "adam", precision));
+  // Embedding tables looked up by ids the step picks out of one feature tensor (computed indices).
+  cases.push_back(modelStep("dlrm.onnx", 2, "adagrad", "float32"));
   return cases;
 }
 

@@ -88,6 +88,28 @@ TPUSIM_HD inline void copyElement(const Ref& in, int64_t from, const Ref& out, i
   }
 }
 
+// Element `at` of `out` set to zero (all bits clear: 0 in every dtype).
+TPUSIM_HD inline void zeroElement(const Ref& out, int64_t at) {
+  switch (elementBytes(out.elem)) {
+    case 2: static_cast<uint16_t*>(out.data)[at] = 0; return;
+    case 4: static_cast<uint32_t*>(out.data)[at] = 0; return;
+    default: static_cast<uint64_t*>(out.data)[at] = 0; return;
+  }
+}
+
+// An index out of range, seen by a kernel that cannot throw: `*fault` keeps the smallest
+// position reported (kNoFault until one is), so the op's first bad index is the one named
+// whichever thread saw it first. The executor reads the slot after the run.
+inline constexpr uint64_t kNoFault = ~uint64_t{0};
+
+TPUSIM_HD inline void reportFault(uint64_t* fault, int64_t position) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(reinterpret_cast<unsigned long long*>(fault), static_cast<unsigned long long>(position));
+#else
+  if (static_cast<uint64_t>(position) < *fault) *fault = static_cast<uint64_t>(position);
+#endif
+}
+
 // Element strides of a tensor read at an output's coordinates: 0 along a broadcast dimension.
 struct Strides {
   int64_t at[kMaxRank] = {};

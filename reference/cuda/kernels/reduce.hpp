@@ -104,28 +104,37 @@ struct CopyKernel {
 struct GatherArgs {
   int64_t outer = 0, length = 0, inner = 0, indices_count = 0;
   Ref data, indices, out;
+  uint64_t* fault = nullptr;  // the first index out of range's position (reportFault)
 };
 
+// Index i's row, or -1 when it is out of [-length, length) (computed indices are checked here).
 TPUSIM_HD inline int64_t gatheredRow(const GatherArgs& a, int64_t i) {
   const int64_t index = loadInt(a.indices, i);
+  if (index < -a.length || index >= a.length) return -1;
   return index < 0 ? index + a.length : index;
 }
 
-// One thread per output element.
+// One thread per output element; an index out of range is reported and its row reads as 0.
 struct GatherKernel {
   GatherArgs a;
 
   TPUSIM_HD void operator()(int64_t e) const {
     const int64_t inner = e % a.inner, rest = e / a.inner;
     const int64_t i = rest % a.indices_count, o = rest / a.indices_count;
-    const int64_t from = (o * a.length + gatheredRow(a, i)) * a.inner + inner;
-    copyElement(a.data, from, a.out, e);
+    const int64_t row = gatheredRow(a, i);
+    if (row < 0) {
+      reportFault(a.fault, i);
+      zeroElement(a.out, e);
+      return;
+    }
+    copyElement(a.data, (o * a.length + row) * a.inner + inner, a.out, e);
   }
 };
 
 // GatherGrad: `data` is the gradient dy ([outer, indices_count, inner]) and `out` the float
 // sums ([outer, length, inner], zeroed first). One thread per (outer, inner) column adds
-// the column's terms in the gather's order, as the CPU executor does, in float.
+// the column's terms in the gather's order, as the CPU executor does, in float; a term of an
+// index out of range is reported and left out.
 struct GatherGradKernel {
   GatherArgs a;
 
@@ -133,8 +142,12 @@ struct GatherGradKernel {
     const int64_t inner = column % a.inner, o = column / a.inner;
     float* sums = static_cast<float*>(a.out.data);
     for (int64_t i = 0; i < a.indices_count; ++i) {
-      const int64_t to = (o * a.length + gatheredRow(a, i)) * a.inner + inner;
-      sums[to] += loadFloat(a.data, (o * a.indices_count + i) * a.inner + inner);
+      const int64_t row = gatheredRow(a, i);
+      if (row < 0) {
+        reportFault(a.fault, i);
+        continue;
+      }
+      sums[(o * a.length + row) * a.inner + inner] += loadFloat(a.data, (o * a.indices_count + i) * a.inner + inner);
     }
   }
 };
