@@ -104,6 +104,19 @@ std::map<std::string, ir::TensorValue> tinyFeeds(int64_t label) {
           {"b", f32({4}, {0.5, 0, -0.5, 1})}};
 }
 
+// The CUDA executor takes the training step of every shipped model (its refusals come before any
+// device is touched, so this needs no GPU): `tpusim reference --backend cuda` on the zoo runs.
+TEST(CudaExecutor, TakesTheTrainingStepOfEveryShippedModel) {
+  for (const std::string model : {"mlp", "resnet50", "bert_base", "gpt2_small", "vit_b16", "dlrm"}) {
+    SCOPED_TRACE(model);
+    RunRequest request;
+    request.model_path = tpusim::testing::sourceDir() + "/traces/" + model + ".onnx";
+    request.batch = 2;
+    const ModelGraph built = buildModelGraph(request);
+    EXPECT_NO_THROW(CudaExecutor{built.graph});
+  }
+}
+
 TEST(CudaExecutor, RefusesBadFeedsBeforeTouchingADevice) {
   const ir::Graph g = tinyStep();
   const CudaExecutor executor(g);
