@@ -62,13 +62,16 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
                                              " runs on that many GPUs with NCCL (--backend cuda); the CPU reference "
                                              "runs one replica");
   }
-  std::optional<reference::CudaDevice> device;
-  if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   const HardwareParams hw = resolveHardware(run);
   const ModelGraph built = buildModelGraph(run);
   // Data parallel: each replica's gradients summed across the replicas before the optimizer
   // reads them, the simulator's data-parallel graph (frontend/passes/data_parallel.hpp).
   const ir::Graph graph = allReduceGradients(built.graph, request.replicas);
+  // The model's ops first, then the device: what the CUDA executor cannot run is said on any machine.
+  std::optional<reference::CudaExecutor> cuda_executor;
+  if (cuda) cuda_executor.emplace(graph, request.replicas);
+  std::optional<reference::CudaDevice> device;
+  if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   ReferenceOutcome outcome;
   outcome.inputs = generatedInputs(built, run.seed);
   reference::CpuOptions options{request.threads, std::nullopt};
@@ -84,7 +87,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   }
   std::vector<reference::TimedRun> runs;
   if (cuda) {
-    runs = reference::CudaExecutor(graph, request.replicas).runReplicas(feeds, request.timing);
+    runs = cuda_executor->runReplicas(feeds, request.timing);
   } else {
     runs.push_back(reference::CpuExecutor(graph, options).runTimed(feeds.front(), request.timing));
   }

@@ -87,6 +87,16 @@ def test_cuda_backend_runs_or_says_why_not(tpusim_bin, tmp_path):
     assert expected in result.stderr and result.stderr.count("\n") == 1
 
 
+def test_cuda_backend_names_an_op_it_cannot_run_on_any_machine(tpusim_bin, tmp_path):
+    """The model's ops are checked before a GPU is sought (and in a build without CUDA too): int8
+    matmuls are refused (exit 4) on any machine."""
+    result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--mode", "inference", "--precision", "int8",
+                 "--backend", "cuda", "--out", str(tmp_path))
+    assert result.returncode == 4, result.stderr
+    assert "the CUDA executor cannot run op '/0/Gemm' (MatMul)" in result.stderr, result.stderr
+    assert "use --backend cpu" in result.stderr and result.stderr.count("\n") == 1
+
+
 def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):
     result = cli(tpusim_bin, "reference", MLP, "--backend", "cuda", "--numerics", "mxu", "--out", str(tmp_path))
     assert result.returncode == 4 and "--numerics mxu runs on the CPU backend only" in result.stderr
