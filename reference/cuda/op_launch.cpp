@@ -1,6 +1,7 @@
 #include "reference/cuda/op_launch.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "sim/common/error.hpp"
 
@@ -159,7 +160,7 @@ class Planner {
     return [g](Device& device) { device.gemm(g); };
   }
 
-  OpLaunch conv() const {
+  OpLaunch conv() {
     ConvArgs c;
     // Inputs: Conv (x, w) -> y; ConvGradInput (dy, w) -> dx; ConvGradWeight (x, dy) -> dw.
     int x = input(0), w = input(1), y = output();
@@ -178,7 +179,6 @@ class Planner {
       c.x_dims[d] = shape(x)[static_cast<size_t>(d)];
       c.w_dims[d] = shape(w)[static_cast<size_t>(d)];
       c.y_dims[d] = shape(y)[static_cast<size_t>(d)];
-      c.pads[d] = m_op.conv.pads[static_cast<size_t>(d)];
     }
     for (int d = 0; d < 2; ++d) {
       c.strides[d] = m_op.conv.strides[static_cast<size_t>(d)];
@@ -188,8 +188,52 @@ class Planner {
     c.x = ref(x);
     c.w = ref(w);
     c.y = ref(y);
+    // cuDNN pads both sides of a dimension alike. Where one side has more (TensorFlow's SAME
+    // padding at stride 2), x lives in a zeroed buffer with that extra on its side, and cuDNN
+    // pads the rest: the zeros add nothing, so the sums are those of the padded convolution.
+    const std::vector<int64_t>& pads = m_op.conv.pads;  // top, left, bottom, right
+    int64_t before[2] = {}, grown[2] = {};
+    for (int d = 0; d < 2; ++d) {
+      const int64_t both = std::min(pads[static_cast<size_t>(d)], pads[static_cast<size_t>(d) + 2]);
+      c.pads[d] = c.pads[d + 2] = both;
+      before[d] = pads[static_cast<size_t>(d)] - both;
+      grown[d] = before[d] + pads[static_cast<size_t>(d) + 2] - both;
+    }
+    if (grown[0] == 0 && grown[1] == 0) {
+      c.plan = m_device.planConv(c);
+      return [c](Device& device) { device.conv(c); };
+    }
+    const ir::Shape real = shape(x);
+    const ir::Shape padded{real[0], real[1], real[2] + grown[0], real[3] + grown[1]};
+    const Strides padded_strides = rowMajor(padded);
+    c.x = {m_device.allocate(static_cast<size_t>(ir::elementCount(padded)) * elementBytes(c.x.elem)), c.x.elem};
+    c.x_dims[2] = padded[2];
+    c.x_dims[3] = padded[3];
+    // x's elements at their place in the padded buffer (the border stays zero).
+    CopyArgs place;
+    setDims(real, place.rank, place.dims);
+    place.count = ir::elementCount(real);
+    place.out_base = before[0] * padded_strides.at[2] + before[1] * padded_strides.at[3];
+    place.out_strides = padded_strides;
+    place.in_strides = rowMajor(real);
     c.plan = m_device.planConv(c);
-    return [c](Device& device) { device.conv(c); };
+    if (c.pass == ConvPass::kGradInput) {  // dx of the padded x, then its interior
+      CopyArgs crop = place;
+      std::swap(crop.in_base, crop.out_base);
+      std::swap(crop.in_strides, crop.out_strides);
+      crop.in = c.x;
+      crop.out = ref(x);
+      return [c, crop](Device& device) {
+        device.conv(c);
+        device.copy(crop);
+      };
+    }
+    place.in = ref(x);
+    place.out = c.x;
+    return [c, place](Device& device) {
+      device.copy(place);
+      device.conv(c);
+    };
   }
 
   // x reduced to `kept` (right-aligned to x: ReduceSumTo's target, or Reduce's dims kept as 1).

@@ -152,6 +152,17 @@ OpCase convolutionsAndPools() {
   const int dy = g.addInput("dy", g.tensor(y).shape, DType::kF32, ir::TensorRole::kInput);
   g.markOutput(g.convGradInput("conv.dx", dy, w, x_shape, conv));
   g.markOutput(g.convGradWeight("conv.dw", x, dy, w_shape, conv));
+  // TensorFlow's SAME padding at stride 2: one more row and column after than before (cuDNN
+  // takes only even pads; the executor pads x itself for the rest).
+  ir::ConvGeometry same;
+  same.strides = {2, 2};
+  same.pads = {0, 1, 1, 2};
+  const ir::Shape same_w{3, 4, 3, 3};
+  const int w2 = g.addInput("w2", same_w, DType::kF32, ir::TensorRole::kInput);
+  const int y2 = g.conv("conv.same", x, w2, same);
+  const int dy2 = g.addInput("dy2", g.tensor(y2).shape, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.convGradInput("conv.same.dx", dy2, w2, x_shape, same));
+  g.markOutput(g.convGradWeight("conv.same.dw", x, dy2, same_w, same));
   for (bool max : {true, false}) {
     ir::PoolGeometry pool;
     pool.max = max;
