@@ -15,7 +15,7 @@
 #include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/float_bits.hpp"
-#include "sim/common/integer_pow.hpp"
+#include "sim/common/integer_arith.hpp"
 #include "sim/common/numerics.hpp"
 
 namespace tpusim::reference {
@@ -113,7 +113,7 @@ void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorVa
     default:
       run([](int64_t x, int64_t y) {
         if (y == 0) throw Error(ErrorKind::kInvalidInput, "integer division by zero");
-        return x / y;  // truncates toward zero
+        return numerics::integerQuotient(x, y);  // truncates toward zero
       });
       break;
   }

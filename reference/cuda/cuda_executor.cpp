@@ -26,7 +26,7 @@ std::string indexOutOfRange(int64_t index, int64_t length) {
 
 // Labels and gather indices index a row: out of range is an input error. Fed ones are checked
 // here, on the host, before any kernel reads them; labels are always fed (op_support), and a
-// gather's computed indices are checked by its kernels (checkIndexFaults).
+// gather's computed indices are checked by its kernels (checkKernelFaults).
 void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fed) {
   for (const ir::Op& op : graph.ops()) {
     const auto values = [&](size_t i) -> const std::vector<int64_t>& {
@@ -189,21 +189,23 @@ namespace {
 struct Replica {
   std::vector<Ref> refs;                 // by tensor id
   std::vector<cuda::OpLaunch> launches;  // by op; empty for a cross-replica AllReduce
-  std::vector<cuda::IndexFault> faults;  // by op
+  std::vector<cuda::KernelFault> faults;  // by op
 };
 
-// After a run: the first op whose kernels saw an index out of range, named with its value.
-void checkIndexFaults(cuda::Device& device, const ir::Graph& graph, const Replica& replica) {
+// After a run: the first op whose kernels reported a fault, with the CPU executor's error.
+void checkKernelFaults(cuda::Device& device, const ir::Graph& graph, const Replica& replica) {
   for (size_t i = 0; i < replica.faults.size(); ++i) {
-    const cuda::IndexFault& fault = replica.faults[i];
+    const cuda::KernelFault& fault = replica.faults[i];
     if (fault.slot == nullptr) continue;
     uint64_t position = cuda::kNoFault;
     device.download(&position, fault.slot, sizeof position);
     if (position == cuda::kNoFault) continue;
-    const size_t bytes = static_cast<size_t>(cuda::elementBytes(fault.indices.elem));
-    int64_t stored = 0;  // an integer tensor is int64 on the device (element.hpp)
-    device.download(&stored, static_cast<const unsigned char*>(fault.indices.data) + position * bytes, bytes);
-    throw invalid(graph.ops()[i], indexOutOfRange(stored, fault.length));
+    if (fault.kind == cuda::KernelFault::Kind::kDivisionByZero) {
+      throw Error(ErrorKind::kInvalidInput, "integer division by zero").within("op '" + graph.ops()[i].name + "'");
+    }
+    int64_t index = 0;  // an integer tensor is int64 on the device (element.hpp)
+    device.download(&index, static_cast<const int64_t*>(fault.indices.data) + position, sizeof index);
+    throw invalid(graph.ops()[i], indexOutOfRange(index, fault.length));
   }
 }
 
@@ -275,7 +277,7 @@ std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& d
         throw error.within("op '" + op.name + "'");
       }
     }
-    for (size_t r = 0; r < count; ++r) checkIndexFaults(*devices[r], m_graph, replicas[r]);
+    for (size_t r = 0; r < count; ++r) checkKernelFaults(*devices[r], m_graph, replicas[r]);
   }
 
   std::vector<TimedRun> timed(count);

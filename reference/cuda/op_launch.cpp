@@ -44,8 +44,8 @@ class Planner {
   Planner(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs)
       : m_device(device), m_graph(graph), m_op(op), m_refs(refs) {}
 
-  // Where the op's kernels report an index out of range, once plan() has run.
-  const IndexFault& fault() const { return m_fault; }
+  // Where the op's kernels report a fault, once plan() has run.
+  const KernelFault& fault() const { return m_fault; }
 
   OpLaunch plan() {
     switch (m_op.type) {
@@ -124,7 +124,7 @@ class Planner {
     return cast;
   }
 
-  OpLaunch pointwise(Pointwise kind, int inputs, int32_t detail = 0, double scalar = 0) const {
+  OpLaunch pointwise(Pointwise kind, int inputs, int32_t detail = 0, double scalar = 0) {
     PointwiseArgs a;
     a.kind = kind;
     a.detail = detail;
@@ -138,7 +138,19 @@ class Planner {
       a.strides[k] = broadcastStrides(shape(input(static_cast<size_t>(k))), out);
     }
     a.out = ref(output());
+    if (kind == Pointwise::kDiv && !isFloating(a.out.elem)) {
+      a.fault = faultSlot();
+      m_fault.kind = KernelFault::Kind::kDivisionByZero;
+    }
     return [a](Device& device) { device.pointwise(a); };
+  }
+
+  // A slot for the op's kernels to report a fault in (KernelFault), set to kNoFault.
+  uint64_t* faultSlot() {
+    auto* slot = static_cast<uint64_t*>(m_device.allocate(sizeof(uint64_t)));
+    m_device.upload(slot, &kNoFault, sizeof kNoFault);
+    m_fault.slot = slot;
+    return slot;
   }
 
   OpLaunch matmul() const {
@@ -350,9 +362,9 @@ class Planner {
     g.inner = innerOf(data, m_op.axis);
     g.indices_count = ir::elementCount(shape(input(1)));
     g.indices = ref(input(1));
-    g.fault = static_cast<uint64_t*>(m_device.allocate(sizeof(uint64_t)));
-    m_device.upload(g.fault, &kNoFault, sizeof kNoFault);
-    m_fault = {g.fault, g.indices, g.length};
+    g.fault = faultSlot();
+    m_fault.indices = g.indices;
+    m_fault.length = g.length;
     return g;
   }
 
@@ -512,7 +524,7 @@ class Planner {
   const ir::Graph& m_graph;
   const ir::Op& m_op;
   const std::vector<Ref>& m_refs;
-  IndexFault m_fault;  // set by gatherArgs
+  KernelFault m_fault;  // set by faultSlot
 };
 
 }  // namespace

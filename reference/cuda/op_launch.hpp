@@ -14,19 +14,21 @@ namespace tpusim::reference::cuda {
 
 using OpLaunch = std::function<void(Device&)>;
 
-// Where a Gather's or GatherGrad's kernels record an index out of range (their indices may be
-// computed on the device, where no check ran before): the slot with the first bad index's
-// position (kNoFault: none; never reset, as the run that sets it ends the step), and the
-// indices, to read its value back.
-struct IndexFault {
-  uint64_t* slot = nullptr;  // null: the op has no indices
-  Ref indices;
-  int64_t length = 0;  // of the indexed dimension
+// Where an op's kernels record an input they cannot compute with, since a kernel cannot throw:
+// a Gather's or GatherGrad's index out of range (their indices may be computed on the device,
+// where no check ran before), an integer Div's zero divisor. The slot holds the first bad
+// element's position (kNoFault: none; never reset, as the run that sets it ends the step).
+struct KernelFault {
+  enum class Kind { kIndex, kDivisionByZero };
+  uint64_t* slot = nullptr;  // null: the op reports nothing
+  Kind kind = Kind::kIndex;
+  Ref indices;         // kIndex: to read the bad index back
+  int64_t length = 0;  // kIndex: of the indexed dimension
 };
 
 struct PlannedOp {
   OpLaunch launch;
-  IndexFault fault;
+  KernelFault fault;
 };
 
 // `refs` holds every tensor's device buffer by tensor id; `op` passed unsupportedReason().

@@ -37,12 +37,16 @@ OpCase elementwiseOps() {
     g.markOutput(g.binary(type, std::string(ir::opTypeName(type)), a, b));
     if (type != ir::OpType::kDiv) g.markOutput(g.binary(type, std::string(ir::opTypeName(type)) + ".int", i, j));
   }
+  g.markOutput(
+      g.binary(ir::OpType::kDiv, "Div.int", i, g.addInput("nonzero", {4}, DType::kInt32, ir::TensorRole::kInput)));
   const int less = g.compare(ir::CompareDirection::kLt, "less", a, b);
   g.markOutput(g.where("where", less, a, g.scale("half", b, 0.5)));
   g.markOutput(g.compare(ir::CompareDirection::kGe, "ge.int", i, j));
   g.markOutput(g.pow("pow", g.unary(ir::UnaryKind::kAbs, "abs", a), b));
   g.markOutput(g.pow("pow.int", i, j));  // exact, not a double pow (numerics::integerPow)
-  return {"elementwise ops, broadcast, on floats and integers", g, randomFeeds(g, 1, -3, 3)};
+  Feeds feeds = randomFeeds(g, 1, -3, 3);
+  feeds["nonzero"].ints = {3, -2, 1, -1};
+  return {"elementwise ops, broadcast, on floats and integers", g, feeds};
 }
 
 OpCase unaryOps() {

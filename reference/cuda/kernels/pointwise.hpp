@@ -5,7 +5,7 @@
 #pragma once
 
 #include "reference/cuda/kernels/element.hpp"
-#include "sim/common/integer_pow.hpp"
+#include "sim/common/integer_arith.hpp"
 
 namespace tpusim::reference::cuda {
 
@@ -38,6 +38,7 @@ struct PointwiseArgs {
   Ref in[3];
   Strides strides[3];
   Ref out;
+  uint64_t* fault = nullptr;  // an integer Div's: the first division by zero's position (reportFault)
 };
 
 TPUSIM_HD inline float applyUnary(Unary kind, float x) {
@@ -102,10 +103,16 @@ struct PointwiseKernel {
     const auto n = [&](int k) { return loadInt(a.in[k], at[k]); };
     const bool floating = isFloating(a.out.elem);
     switch (a.kind) {
+      case Pointwise::kDiv:
+        if (!floating && n(1) == 0) {  // reported (the executor names the op after the run); 0 stored
+          reportFault(a.fault, i);
+          storeInt(a.out, i, 0);
+          return;
+        }
+        [[fallthrough]];
       case Pointwise::kAdd:
       case Pointwise::kSub:
       case Pointwise::kMul:
-      case Pointwise::kDiv:
       case Pointwise::kMaximum:
       case Pointwise::kMinimum:
         if (floating) {
@@ -206,7 +213,7 @@ struct PointwiseKernel {
       case Pointwise::kMul: return static_cast<int64_t>(ux * uy);
       case Pointwise::kMaximum: return x < y ? y : x;
       case Pointwise::kMinimum: return y < x ? y : x;
-      default: return y != 0 ? x / y : 0;  // never reached with 0: the executor refuses integer Div
+      default: return numerics::integerQuotient(x, y);  // y is not 0 here
     }
   }
 };

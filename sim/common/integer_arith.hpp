@@ -1,6 +1,7 @@
-// An integer Pow, exactly: the CPU executor and the CUDA kernels share it, so both give the
-// same bits (a double pow is exact on x86 for such cases, but only within 2 ulp on a GPU, where
-// 3^3 could truncate to 26), and results past 2^53 are the integer ones, as numpy's.
+// Integer Pow and Div as the CPU executor and the CUDA kernels both compute them, so they give
+// the same bits. Pow exactly (a double pow is exact on x86 for such cases, but only within 2
+// ulp on a GPU, where 3^3 could truncate to 26; past 2^53 the results are the integer ones, as
+// numpy's); Div without the one quotient int64 cannot hold trapping.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,13 @@ TPUSIM_HOST_DEVICE inline int64_t integerPow(int64_t base, int64_t exponent) {
     square *= square;
   }
   return static_cast<int64_t>(result);
+}
+
+// x / y truncated toward zero, y not 0 (the callers report that): INT64_MIN / -1, whose
+// quotient int64 cannot hold (x86 traps on it), wraps to INT64_MIN as two's complement does.
+TPUSIM_HOST_DEVICE inline int64_t integerQuotient(int64_t x, int64_t y) {
+  if (y == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(x));
+  return x / y;
 }
 
 }  // namespace tpusim::numerics
