@@ -19,14 +19,17 @@ Error invalid(const ir::Op& op, const std::string& what) {
   return Error(ErrorKind::kInvalidInput, what).within("op '" + op.name + "'");
 }
 
-// The message for a gather index out of range, as the CPU executor words it.
+// The messages for a gather index and a loss's label out of range, as the CPU executor words them.
 std::string indexOutOfRange(int64_t index, int64_t length) {
   return "index " + std::to_string(index) + " is out of range for a dimension of " + std::to_string(length);
 }
+std::string notAClass(int64_t label, const std::string& where, int64_t classes) {
+  return "label " + std::to_string(label) + " " + where + " is not a class id in [0, " + std::to_string(classes) + ")";
+}
 
 // Labels and gather indices index a row: out of range is an input error. Fed ones are checked
-// here, on the host, before any kernel reads them; labels are always fed (op_support), and a
-// gather's computed indices are checked by its kernels (checkKernelFaults).
+// here, on the host, before any kernel reads them; computed ones by the op's kernels
+// (checkKernelFaults).
 void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fed) {
   for (const ir::Op& op : graph.ops()) {
     const auto values = [&](size_t i) -> const std::vector<int64_t>& {
@@ -39,8 +42,7 @@ void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fe
         const std::vector<int64_t>& labels = values(1);
         for (size_t r = 0; r < labels.size(); ++r) {
           if (labels[r] < 0 || labels[r] >= classes) {
-            throw invalid(op, "label " + std::to_string(labels[r]) + " of row " + std::to_string(r) +
-                                  " is not a class id in [0, " + std::to_string(classes) + ")");
+            throw invalid(op, notAClass(labels[r], "of row " + std::to_string(r), classes));
           }
         }
         break;
@@ -52,8 +54,7 @@ void checkIndices(const ir::Graph& graph, const std::vector<ir::TensorValue>& fe
         for (size_t p = 0; p < labels.size(); ++p) {
           if (op.ignore_index && labels[p] == *op.ignore_index) continue;
           if (labels[p] < 0 || labels[p] >= classes) {
-            throw invalid(op, "label " + std::to_string(labels[p]) + " at position " + std::to_string(p) +
-                                  " is not a class id in [0, " + std::to_string(classes) + ")");
+            throw invalid(op, notAClass(labels[p], "at position " + std::to_string(p), classes));
           }
         }
         break;
@@ -200,12 +201,17 @@ void checkKernelFaults(cuda::Device& device, const ir::Graph& graph, const Repli
     uint64_t position = cuda::kNoFault;
     device.download(&position, fault.slot, sizeof position);
     if (position == cuda::kNoFault) continue;
-    if (fault.kind == cuda::KernelFault::Kind::kDivisionByZero) {
-      throw Error(ErrorKind::kInvalidInput, "integer division by zero").within("op '" + graph.ops()[i].name + "'");
+    const ir::Op& op = graph.ops()[i];
+    if (fault.kind == cuda::KernelFault::Kind::kDivisionByZero) throw invalid(op, "integer division by zero");
+    int64_t value = 0;  // an integer tensor is int64 on the device (element.hpp)
+    device.download(&value, static_cast<const int64_t*>(fault.values.data) + position, sizeof value);
+    const std::string at = std::to_string(position);
+    switch (fault.kind) {
+      case cuda::KernelFault::Kind::kLabelOfRow: throw invalid(op, notAClass(value, "of row " + at, fault.length));
+      case cuda::KernelFault::Kind::kLabelAtPosition:
+        throw invalid(op, notAClass(value, "at position " + at, fault.length));
+      default: throw invalid(op, indexOutOfRange(value, fault.length));
     }
-    int64_t index = 0;  // an integer tensor is int64 on the device (element.hpp)
-    device.download(&index, static_cast<const int64_t*>(fault.indices.data) + position, sizeof index);
-    throw invalid(graph.ops()[i], indexOutOfRange(index, fault.length));
   }
 }
 

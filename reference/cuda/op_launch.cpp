@@ -138,18 +138,15 @@ class Planner {
       a.strides[k] = broadcastStrides(shape(input(static_cast<size_t>(k))), out);
     }
     a.out = ref(output());
-    if (kind == Pointwise::kDiv && !isFloating(a.out.elem)) {
-      a.fault = faultSlot();
-      m_fault.kind = KernelFault::Kind::kDivisionByZero;
-    }
+    if (kind == Pointwise::kDiv && !isFloating(a.out.elem)) a.fault = faultSlot(KernelFault::Kind::kDivisionByZero);
     return [a](Device& device) { device.pointwise(a); };
   }
 
-  // A slot for the op's kernels to report a fault in (KernelFault), set to kNoFault.
-  uint64_t* faultSlot() {
+  // A slot for the op's kernels to report a fault of `kind` in (KernelFault), set to kNoFault.
+  uint64_t* faultSlot(KernelFault::Kind kind, Ref values = {}, int64_t length = 0) {
     auto* slot = static_cast<uint64_t*>(m_device.allocate(sizeof(uint64_t)));
     m_device.upload(slot, &kNoFault, sizeof kNoFault);
-    m_fault.slot = slot;
+    m_fault = {slot, kind, values, length};
     return slot;
   }
 
@@ -362,9 +359,7 @@ class Planner {
     g.inner = innerOf(data, m_op.axis);
     g.indices_count = ir::elementCount(shape(input(1)));
     g.indices = ref(input(1));
-    g.fault = faultSlot();
-    m_fault.indices = g.indices;
-    m_fault.length = g.length;
+    g.fault = faultSlot(KernelFault::Kind::kIndex, g.indices, g.length);
     return g;
   }
 
@@ -412,6 +407,7 @@ class Planner {
     c.out = ref(output());
     const bool gradient = m_op.type == OpType::kSoftmaxCrossEntropyGrad;
     if (!gradient) c.terms = scratch(c.rows);
+    c.fault = faultSlot(KernelFault::Kind::kLabelOfRow, c.labels, c.classes);
     return [c, gradient](Device& device) { device.crossEntropy(c, gradient); };
   }
 
@@ -432,6 +428,7 @@ class Planner {
     a.out = ref(output());
     a.terms = scratch(a.n * a.d);
     a.weighed = scratch(a.n * a.d);
+    a.fault = faultSlot(KernelFault::Kind::kLabelAtPosition, a.labels, a.c);
     const size_t bytes = static_cast<size_t>(ir::elementCount(shape(output()))) * elementBytes(a.out.elem);
     return [a, bytes](Device& device) {
       if (a.gradient) device.zero(a.out.data, bytes);

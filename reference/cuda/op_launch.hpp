@@ -15,15 +15,15 @@ namespace tpusim::reference::cuda {
 using OpLaunch = std::function<void(Device&)>;
 
 // Where an op's kernels record an input they cannot compute with, since a kernel cannot throw:
-// a Gather's or GatherGrad's index out of range (their indices may be computed on the device,
-// where no check ran before), an integer Div's zero divisor. The slot holds the first bad
-// element's position (kNoFault: none; never reset, as the run that sets it ends the step).
+// a gather's index or a loss's label out of range (either may be computed on the device, where
+// no check ran before), an integer Div's zero divisor. The slot holds the first bad element's
+// position (kNoFault: none; never reset, as the run that sets it ends the step).
 struct KernelFault {
-  enum class Kind { kIndex, kDivisionByZero };
+  enum class Kind { kIndex, kLabelOfRow, kLabelAtPosition, kDivisionByZero };
   uint64_t* slot = nullptr;  // null: the op reports nothing
   Kind kind = Kind::kIndex;
-  Ref indices;         // kIndex: to read the bad index back
-  int64_t length = 0;  // kIndex: of the indexed dimension
+  Ref values;          // the indices or labels, to read the bad one back
+  int64_t length = 0;  // the indexed dimension's, or the number of classes
 };
 
 struct PlannedOp {

@@ -18,8 +18,6 @@ bool allFloating(const ir::Graph& graph, const ir::Op& op) {
   return isFloatingDType(dtypeOf(graph, op.outputs[0]));
 }
 
-bool fed(const ir::Graph& graph, int tensor) { return graph.producer(tensor) == nullptr; }
-
 // The batch dimensions of a MatMul operand: all but the last two.
 ir::Shape batchDims(const ir::Shape& shape) { return ir::Shape(shape.begin(), shape.end() - 2); }
 
@@ -62,18 +60,11 @@ std::string poolReason(const ir::Graph& graph, const ir::Op& op) {
   return "";
 }
 
-// Gather indices: int32 or int64; fed ones are range-checked on the host before the run,
-// computed ones by the gather's kernels (kernels/reduce.hpp).
+// Gather indices and labels: int32 or int64. Fed ones are range-checked on the host before the
+// run, computed ones by the op's kernels (kernels/reduce.hpp, kernels/losses.hpp).
 std::string integerIndices(const ir::Graph& graph, int tensor, const char* what) {
   const DType dtype = dtypeOf(graph, tensor);
   if (dtype != DType::kInt64 && dtype != DType::kInt32) return std::string("its ") + what + " must be int32 or int64";
-  return "";
-}
-
-// Labels are checked on the host before the run: they must be fed.
-std::string fedIndices(const ir::Graph& graph, int tensor, const char* what) {
-  if (std::string why = integerIndices(graph, tensor, what); !why.empty()) return why;
-  if (!fed(graph, tensor)) return std::string("its ") + what + " are computed, not fed (their range is checked on entry)";
   return "";
 }
 
@@ -153,11 +144,11 @@ std::string unsupportedReason(const ir::Graph& graph, const ir::Op& op, int64_t 
     case OpType::kSoftmaxCrossEntropyGrad:
       if (!isFloatingDType(dtypeOf(graph, op.inputs[0])) || shapeOf(graph, op.inputs[0]).size() != 2)
         return "it needs floating [rows, classes] logits";
-      return fedIndices(graph, op.inputs[1], "labels");
+      return integerIndices(graph, op.inputs[1], "labels");
     case OpType::kNllLoss:
     case OpType::kNllLossGrad:
       if (!isFloatingDType(dtypeOf(graph, op.inputs[0]))) return "it needs floating log-probabilities";
-      return fedIndices(graph, op.inputs[1], "labels");
+      return integerIndices(graph, op.inputs[1], "labels");
     case OpType::kOptimizerUpdate: return "";  // floating states, an int64 step
     case OpType::kScale:
     case OpType::kRelu:

@@ -63,6 +63,48 @@ TEST(CudaHostDevice, RunsEveryOpFamilyAndTheMlpStepsBitForBitLikeTheCpuExecutor)
   }
 }
 
+// Labels computed in the step (a language model's, shifted out of its ids) are checked by the
+// losses' kernels: in range, the CPU executor's bits; out of range, its error for the first
+// op that reads them. NLL's ignore_index is not an error.
+TEST(CudaHostDevice, TakesComputedLabelsAndChecksThemOnTheDevice) {
+  ir::Graph g;
+  const int logits = g.addInput("logits", {3, 4}, DType::kF32, ir::TensorRole::kInput);
+  const int ids = g.addInput("ids", {3}, DType::kInt64, ir::TensorRole::kInput);
+  const int shift = g.addInput("shift", {1}, DType::kInt64, ir::TensorRole::kInput);
+  const int labels = g.binary(ir::OpType::kSub, "labels", ids, shift);
+  g.markOutput(g.softmaxCrossEntropy("loss", logits, labels));
+  g.markOutput(g.softmaxCrossEntropyGrad("loss.grad", logits, labels));
+  const int logp = g.softmax("logp", logits, 1, true);
+  const int nll = g.nllLoss("nll", logp, labels, -1, ir::Reduction::kMean, -1);
+  g.markOutput(nll);
+  g.markOutput(g.nllLossGrad("nll.grad", g.ops().back()));
+  Feeds feeds = randomFeeds(g, 11);
+  feeds["ids"].ints = {1, 4, 0};  // labels 0, 3 and -1 (NLL ignores -1; cross-entropy does not)
+  feeds["shift"].ints = {1};
+  expectError([&] { CpuExecutor(g, {}).run(feeds); }, ErrorKind::kInvalidInput,
+              "op 'loss': label -1 of row 2 is not a class id in [0, 4)");
+  expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput,
+              "op 'loss': label -1 of row 2 is not a class id in [0, 4)");
+  feeds["ids"].ints = {1, 4, 2};  // labels 0, 3, 1
+  expectLikeCpu(g, feeds);
+
+  ir::Graph n;  // NLL alone: an ignored label is not an error, one out of range is
+  const int scores = n.softmax("logp", n.addInput("x", {3, 4}, DType::kF32, ir::TensorRole::kInput), 1, true);
+  const int targets =
+      n.binary(ir::OpType::kSub, "labels", n.addInput("ids", {3}, DType::kInt64, ir::TensorRole::kInput),
+               n.addInput("shift", {1}, DType::kInt64, ir::TensorRole::kInput));
+  n.markOutput(n.nllLoss("nll", scores, targets, -1, ir::Reduction::kMean, -1));
+  n.markOutput(n.nllLossGrad("nll.grad", n.ops().back()));
+  Feeds nll_feeds = randomFeeds(n, 12);
+  nll_feeds["shift"].ints = {1};
+  nll_feeds["ids"].ints = {1, 0, 4};  // labels 0, -1 (ignored), 3
+  expectLikeCpu(n, nll_feeds);
+  nll_feeds["ids"].ints = {1, 8, 4};  // label 7
+  const std::string problem = "op 'nll': label 7 at position 1 is not a class id in [0, 4)";
+  expectError([&] { CpuExecutor(n, {}).run(nll_feeds); }, ErrorKind::kInvalidInput, problem);
+  expectError([&] { onHost(n, nll_feeds); }, ErrorKind::kInvalidInput, problem);
+}
+
 // An integer Div truncates toward zero, wraps INT64_MIN / -1 (which traps on x86) and reports
 // a zero divisor from its kernel: after the run, the CPU executor's error, naming the op.
 TEST(CudaHostDevice, DividesIntegersAndReportsADivisionByZero) {

@@ -36,11 +36,17 @@ struct SoftmaxKernel {
   }
 };
 
-// SoftmaxCrossEntropy and its gradient on [rows, classes] logits, int64 labels in range.
+TPUSIM_HD inline bool isClass(int64_t label, int64_t classes) {
+  return label >= 0 && label < classes;
+}
+
+// SoftmaxCrossEntropy and its gradient on [rows, classes] logits and int64 labels. A label out
+// of range (computed labels are checked here) is reported (reportFault) and its row taken as 0.
 struct CrossEntropyArgs {
   int64_t rows = 0, classes = 0;
   Ref logits, labels, out;
   float* terms = nullptr;  // [rows] scratch of the loss
+  uint64_t* fault = nullptr;
 };
 
 TPUSIM_HD inline float rowLogSumExp(const CrossEntropyArgs& a, int64_t r) {
@@ -57,7 +63,13 @@ TPUSIM_HD inline float rowLogSumExp(const CrossEntropyArgs& a, int64_t r) {
 struct CrossEntropyTermKernel {  // one thread per row
   CrossEntropyArgs a;
   TPUSIM_HD void operator()(int64_t r) const {
-    a.terms[r] = rowLogSumExp(a, r) - loadFloat(a.logits, r * a.classes + loadInt(a.labels, r));
+    const int64_t label = loadInt(a.labels, r);
+    if (!isClass(label, a.classes)) {
+      reportFault(a.fault, r);
+      a.terms[r] = 0;
+      return;
+    }
+    a.terms[r] = rowLogSumExp(a, r) - loadFloat(a.logits, r * a.classes + label);
   }
 };
 
@@ -76,6 +88,11 @@ struct CrossEntropyGradKernel {  // one thread per row
     const float scale = 1.0f / static_cast<float>(a.rows);
     const float lse = rowLogSumExp(a, r);
     const int64_t label = loadInt(a.labels, r);
+    if (!isClass(label, a.classes)) {
+      reportFault(a.fault, r);
+      for (int64_t c = 0; c < a.classes; ++c) storeFloat(a.out, r * a.classes + c, 0.0f);
+      return;
+    }
     for (int64_t c = 0; c < a.classes; ++c) {
       const float softmax = expf(loadFloat(a.logits, r * a.classes + c) - lse);
       storeFloat(a.out, r * a.classes + c, (softmax - (c == label ? 1.0f : 0.0f)) * scale);
@@ -84,7 +101,8 @@ struct CrossEntropyGradKernel {  // one thread per row
 };
 
 // ONNX NegativeLogLikelihoodLoss and its gradient: logp [n, c, d], labels [n, d] (in range
-// or ignore_index), weights [c] or none. reduction 0 none, 1 sum, 2 mean.
+// or ignore_index: one out of range is reported and counts as ignored), weights [c] or none.
+// reduction 0 none, 1 sum, 2 mean.
 struct NllArgs {
   int64_t n = 0, c = 0, d = 0;
   int reduction = 2;
@@ -95,9 +113,18 @@ struct NllArgs {
   Ref logp, labels, weights, out;
   float* terms = nullptr;    // [n d] scratch: each position's loss
   float* weighed = nullptr;  // [n d] scratch: each position's weight (0 where ignored)
+  uint64_t* fault = nullptr;
 };
 
 TPUSIM_HD inline bool counted(const NllArgs& a, int64_t label) { return !a.has_ignore || label != a.ignore_index; }
+
+// Whether position p's label is counted, reporting one that is neither ignored nor a class.
+TPUSIM_HD inline bool countedClass(const NllArgs& a, int64_t label, int64_t p) {
+  if (!counted(a, label)) return false;
+  if (isClass(label, a.c)) return true;
+  reportFault(a.fault, p);
+  return false;
+}
 
 TPUSIM_HD inline float classWeight(const NllArgs& a, int64_t label) {
   return a.has_weights ? loadFloat(a.weights, label) : 1.0f;
@@ -109,7 +136,7 @@ struct NllTermKernel {  // one thread per position (i, j)
     const int64_t i = p / a.d, j = p % a.d;
     const int64_t label = loadInt(a.labels, p);
     float loss = 0, weight = 0;
-    if (counted(a, label)) {
+    if (countedClass(a, label, p)) {
       weight = classWeight(a, label);
       loss = -loadFloat(a.logp, (i * a.c + label) * a.d + j) * weight;
     }
@@ -141,7 +168,7 @@ struct NllGradKernel {  // one thread per position
   TPUSIM_HD void operator()(int64_t p) const {
     const int64_t i = p / a.d, j = p % a.d;
     const int64_t label = loadInt(a.labels, p);
-    if (!counted(a, label)) return;
+    if (!countedClass(a, label, p)) return;
     const float denominator = a.reduction == 2 ? a.terms[0] : 1.0f;
     storeFloat(a.out, (i * a.c + label) * a.d + j, -classWeight(a, label) / denominator);
   }
