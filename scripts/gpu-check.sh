@@ -114,7 +114,8 @@ loaded_libraries() {
 
 # Where this machine keeps library NAME: the CUDA toolkit's folders, then the system's, then
 # anywhere under /usr/local, /opt and /usr/lib (pip's nvidia-* wheels keep cuDNN and NCCL in
-# site-packages/nvidia/*/lib).
+# site-packages/nvidia/*/lib), but not the toolkit's link-time stubs or its forward-compatibility
+# driver (compat/libcuda.so.1 is for a driver older than the toolkit, not this one's).
 find_library() {
   local name="$1" dir
   for dir in ${CUDA_HOME:+"$CUDA_HOME/lib64"} /usr/local/cuda/lib64 /usr/local/cuda/lib \
@@ -122,7 +123,8 @@ find_library() {
     /usr/lib64; do
     [[ -e "$dir/$name" ]] && echo "$dir/$name" && return 0
   done
-  timeout 60 find /usr/local /opt /usr/lib -maxdepth 12 -name "$name" 2>/dev/null | head -n 1 | grep .
+  timeout 60 find /usr/local /opt /usr/lib -maxdepth 12 -name "$name" -not -path '*/stubs/*' -not -path '*/compat/*' \
+    2>/dev/null | head -n 1 | grep .
 }
 
 # Whether the dynamic loader finds library NAME: in LD_LIBRARY_PATH or in its cache.
