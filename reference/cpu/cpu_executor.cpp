@@ -14,7 +14,6 @@
 #include "reference/cpu/training_kernels.hpp"
 #include "reference/feeds.hpp"
 #include "sim/common/error.hpp"
-#include "sim/common/float_bits.hpp"
 #include "sim/common/integer_arith.hpp"
 #include "sim/common/numerics.hpp"
 

@@ -21,6 +21,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
+// The largest share of the device's free memory a convolution's workspace may take when its
+// algorithm is chosen: the rest is left for the step's tensors and the other plans.
+constexpr size_t kWorkspaceShareDivisor = 2;  // half
+
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   const ErrorKind kind = status == cudaErrorMemoryAllocation ? ErrorKind::kResource : ErrorKind::kInternal;
@@ -281,7 +285,8 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     }
     candidates.push_back(fallback);
     // The first candidate whose workspace, asked again under the math type it will run with (FMA
-    // for f32 whatever the ranking said), is known and takes at most half the free memory.
+    // for f32 whatever the ranking said), is known and takes at most kWorkspaceShareDivisor's share
+    // of the free memory.
     size_t free = 0, total = 0;
     check(cudaMemGetInfo(&free, &total), "reading the free memory");
     bool chosen = false;
@@ -291,7 +296,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
       size_t bytes = 0;
       if (convWorkspaceBytes(plan, c.pass, candidate.algorithm, &bytes) != CUDNN_STATUS_SUCCESS) continue;
       bytes = std::max(bytes, candidate.workspace_bytes);
-      if (bytes > free / 2) continue;
+      if (bytes > free / kWorkspaceShareDivisor) continue;
       plan.algorithm = candidate.algorithm;
       plan.workspace_bytes = bytes;
       chosen = true;

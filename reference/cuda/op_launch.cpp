@@ -212,7 +212,7 @@ class Planner {
       c.plan = m_device.planConv(c);
       return [c](Device& device) { device.conv(c); };
     }
-    const ir::Shape real = shape(x);
+    const ir::Shape& real = shape(x);
     const ir::Shape padded{real[0], real[1], real[2] + grown[0], real[3] + grown[1]};
     const Strides padded_strides = rowMajor(padded);
     c.x = {m_device.allocate(static_cast<size_t>(ir::elementCount(padded)) * elementBytes(c.x.elem)), c.x.elem};

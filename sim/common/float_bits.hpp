@@ -1,11 +1,10 @@
 // Conversions between float and the bits of bf16 and f16, rounding to nearest,
 // ties to even (NaN stays a quiet NaN, overflow goes to infinity), and a double's
-// float rounded to odd, and a float truncated to int64. Plain C++17 and inline, marked __host__ __device__ under
+// float rounded to odd. Plain C++17 and inline, marked __host__ __device__ under
 // nvcc: the CPU numerics (numerics.hpp) and the CUDA kernels (reference/cuda/kernels)
 // round with the same code, so their bits agree.
 #pragma once
 
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -16,17 +15,6 @@
 #endif
 
 namespace tpusim::numerics {
-
-// A float truncated toward zero to int64, NaN to 0 and out-of-range values clamped (a plain
-// cast of those is undefined, and x86 and the GPU resolve it differently): a Cast's, and an
-// integer Pow's, conversion.
-TPUSIM_HOST_DEVICE inline int64_t truncatedInt(double value) {
-  if (value != value) return 0;
-  const double t = trunc(value);
-  if (t >= 9.2e18) return INT64_MAX;
-  if (t <= -9.2e18) return INT64_MIN;
-  return static_cast<int64_t>(t);
-}
 
 TPUSIM_HOST_DEVICE inline uint32_t bitsOf(float value) {
   uint32_t bits;

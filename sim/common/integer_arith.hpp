@@ -1,14 +1,27 @@
-// Integer Pow and Div as the CPU executor and the CUDA kernels both compute them, so they give
-// the same bits. Pow exactly (a double pow is exact on x86 for such cases, but only within 2
-// ulp on a GPU, where 3^3 could truncate to 26; past 2^53 the results are the integer ones, as
-// numpy's); Div without the one quotient int64 cannot hold trapping.
+// Integer results as the CPU executor and the CUDA kernels both compute them, so they give the
+// same bits: a float truncated to int64 (a Cast's conversion), Pow and Div. Pow exactly (a double
+// pow is exact on x86 for such cases, but only within 2 ulp on a GPU, where 3^3 could truncate
+// to 26; past 2^53 the results are the integer ones, as numpy's); Div without the one quotient
+// int64 cannot hold trapping.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "sim/common/float_bits.hpp"  // TPUSIM_HOST_DEVICE
 
 namespace tpusim::numerics {
+
+// A float truncated toward zero to int64, NaN to 0 and out-of-range values clamped (a plain
+// cast of those is undefined, and x86 and the GPU resolve it differently): a Cast's, and a
+// Pow's of an integer to a float power.
+TPUSIM_HOST_DEVICE inline int64_t truncatedInt(double value) {
+  if (value != value) return 0;
+  const double t = trunc(value);
+  if (t >= 9.2e18) return INT64_MAX;
+  if (t <= -9.2e18) return INT64_MIN;
+  return static_cast<int64_t>(t);
+}
 
 // base^exponent, wrapping as int64 multiplication does (a narrower dtype's wrap comes after: its
 // low bits are the same). A negative exponent gives the real result truncated toward zero, as a
