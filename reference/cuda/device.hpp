@@ -74,9 +74,12 @@ class Device {
   virtual void nll(const NllArgs& args) = 0;  // the loss, or (args.gradient) its gradient into a zeroed out
   virtual void mse(const MseArgs& args) = 0;
   virtual void optimizer(const OptimizerArgs& args) = 0;
+  // Chooses, once before the timed runs, whether a library runs the forward pooling `args`
+  // (cuDNN on the GPU, cudnn_pool.hpp): the id to put in args.plan, or -1 for the project's kernel.
+  virtual int planPool(const PoolArgs& args) = 0;
   virtual void pool(const PoolArgs& args) = 0;
   virtual void poolArgmax(const PoolArgs& args) = 0;
-  virtual void poolGrad(const PoolArgs& args) = 0;  // dx: float sums, zeroed first
+  virtual void poolGrad(const PoolArgs& args) = 0;  // dx: float sums
 };
 
 // A sum across a group of devices (data parallel's gradient all-reduce): outputs[r] on

@@ -37,7 +37,7 @@ class FunctorDevice : public Device {
   }
   void pool(const PoolArgs& args) override { launch(outputs(args), PoolKernel{args}); }
   void poolArgmax(const PoolArgs& args) override { launch(outputs(args), PoolArgmaxKernel{args}); }
-  void poolGrad(const PoolArgs& args) override { launch(args.planes, PoolGradKernel{args}); }
+  void poolGrad(const PoolArgs& args) override { launch(inputs(args), PoolGradKernel{args}); }
 
  private:
   template <typename Functor>
@@ -45,6 +45,7 @@ class FunctorDevice : public Device {
     static_cast<Launcher*>(this)->run(count, functor);
   }
   static int64_t outputs(const PoolArgs& args) { return args.planes * planeSize(args.y_spatial, args.rank); }
+  static int64_t inputs(const PoolArgs& args) { return args.planes * planeSize(args.x_spatial, args.rank); }
 };
 
 }  // namespace tpusim::reference::cuda

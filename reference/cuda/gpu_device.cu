@@ -1,7 +1,7 @@
 // The CUDA executor's device on an NVIDIA GPU: one stream, cuBLAS for GEMMs, cuDNN for
-// convolutions, and the project's kernels (reference/cuda/kernels) launched as grid-stride
-// loops; a group of GPUs all-reduces with NCCL. Built with --fmad=false (reference/CMakeLists.txt): no multiply-add
-// is fused that the CPU executor rounds twice.
+// convolutions and the forward poolings it can state (cudnn_pool.hpp), and the project's kernels
+// (reference/cuda/kernels) launched as grid-stride loops; a group of GPUs all-reduces with NCCL. Built with
+// --fmad=false (reference/CMakeLists.txt): no multiply-add is fused that the CPU executor rounds twice.
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -12,6 +12,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 
+#include "reference/cuda/cudnn_pool.hpp"
 #include "reference/cuda/functor_device.hpp"
 #include "sim/common/error.hpp"
 
@@ -78,6 +79,13 @@ struct ConvPlan {
   size_t workspace_bytes = 0;
 };
 
+// One forward pooling's cuDNN descriptors. The N x C planes are one dimension of x and y, [planes,
+// 1, spatial...]: each plane pools alone, and PoolArgs counts them so.
+struct PoolPlan {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+};
+
 // An algorithm to try, with the math type and workspace cuDNN's ranking gave it.
 struct ConvCandidate {
   int algorithm = 0;
@@ -126,6 +134,11 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
       if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
       if (plan.w) cudnnDestroyFilterDescriptor(plan.w);
       if (plan.conv) cudnnDestroyConvolutionDescriptor(plan.conv);
+    }
+    for (PoolPlan& plan : m_pool_plans) {
+      if (plan.x) cudnnDestroyTensorDescriptor(plan.x);
+      if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
+      if (plan.pool) cudnnDestroyPoolingDescriptor(plan.pool);
     }
     for (void* buffer : m_buffers) cudaFree(buffer);
     if (m_workspace) cudaFree(m_workspace);
@@ -343,6 +356,63 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     }
   }
 
+  int planPool(const PoolArgs& p) override {
+    if (!cudnnPools(p)) return -1;
+    select();
+    PoolPlan plan;
+    check(cudnnCreateTensorDescriptor(&plan.x), "creating a descriptor");
+    check(cudnnCreateTensorDescriptor(&plan.y), "creating a descriptor");
+    check(cudnnCreatePoolingDescriptor(&plan.pool), "creating a descriptor");
+    m_pool_plans.push_back(plan);  // destroyed with the device, whatever fails below
+    const int dims = p.rank + 2;
+    int x_dims[kMaxRank] = {static_cast<int>(p.planes), 1}, y_dims[kMaxRank] = {static_cast<int>(p.planes), 1};
+    int window[kMaxPoolRank] = {}, pads[kMaxPoolRank] = {}, strides[kMaxPoolRank] = {};
+    for (int d = 0; d < p.rank; ++d) {
+      x_dims[d + 2] = static_cast<int>(p.x_spatial[d]);
+      y_dims[d + 2] = static_cast<int>(p.y_spatial[d]);
+      window[d] = static_cast<int>(p.kernel[d]);
+      pads[d] = static_cast<int>(p.pads[d]);
+      strides[d] = static_cast<int>(p.strides[d]);
+    }
+    // Where this cuDNN declines the descriptors or the call (a dtype or shape it does not pool),
+    // the project's kernel pools instead.
+    const auto declined = [](cudnnStatus_t status) {
+      return status == CUDNN_STATUS_BAD_PARAM || status == CUDNN_STATUS_NOT_SUPPORTED;
+    };
+    const cudnnDataType_t type = dnnType(p.x.elem);
+    cudnnStatus_t status = cudnnSetTensorNdDescriptorEx(plan.x, CUDNN_TENSOR_NCHW, type, dims, x_dims);
+    if (status == CUDNN_STATUS_SUCCESS)
+      status = cudnnSetTensorNdDescriptorEx(plan.y, CUDNN_TENSOR_NCHW, type, dims, y_dims);
+    // The average counts the padding or not as the op says; a NaN in a window is the maximum (the
+    // CPU executor's first-maximum scan keeps a NaN only where it comes first).
+    const cudnnPoolingMode_t mode = p.max                 ? CUDNN_POOLING_MAX
+                                    : p.count_include_pad ? CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING
+                                                          : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    if (status == CUDNN_STATUS_SUCCESS)
+      status = cudnnSetPoolingNdDescriptor(plan.pool, mode, CUDNN_PROPAGATE_NAN, p.rank, window, pads, strides);
+    int out[kMaxRank] = {};
+    if (status == CUDNN_STATUS_SUCCESS) status = cudnnGetPoolingNdForwardOutputDim(plan.pool, plan.x, dims, out);
+    if (status == CUDNN_STATUS_SUCCESS && !std::equal(out, out + dims, y_dims)) return -1;
+    // Once now, before the timed runs (each run writes y again).
+    const float alpha = 1.0f, beta = 0.0f;
+    if (status == CUDNN_STATUS_SUCCESS)
+      status = cudnnPoolingForward(m_dnn, plan.pool, &alpha, plan.x, p.x.data, &beta, plan.y, p.y.data);
+    if (declined(status)) return -1;
+    check(status, "planning a pooling");
+    return static_cast<int>(m_pool_plans.size() - 1);
+  }
+
+  void pool(const PoolArgs& p) override {
+    if (p.plan < 0) {
+      FunctorDevice::pool(p);
+      return;
+    }
+    select();
+    const PoolPlan& plan = m_pool_plans.at(static_cast<size_t>(p.plan));
+    const float alpha = 1.0f, beta = 0.0f;
+    check(cudnnPoolingForward(m_dnn, plan.pool, &alpha, plan.x, p.x.data, &beta, plan.y, p.y.data), "pooling forward");
+  }
+
   template <typename Functor>
   void run(int64_t count, const Functor& functor) {
     select();
@@ -385,6 +455,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   cudaEvent_t m_start = nullptr, m_stop = nullptr;
   std::vector<void*> m_buffers;
   std::vector<ConvPlan> m_plans;
+  std::vector<PoolPlan> m_pool_plans;
   void* m_workspace = nullptr;
   size_t m_workspace_bytes = 0;
   uint64_t m_baseline = 0, m_peak = 0;

@@ -31,6 +31,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
   void gemm(const GemmArgs& args) override;
   int planConv(const ConvArgs&) override { return 0; }
   void conv(const ConvArgs& args) override;
+  int planPool(const PoolArgs&) override { return -1; }  // the project's kernel, as the CPU pools
 
   template <typename Functor>
   void run(int64_t count, const Functor& functor) {

@@ -499,6 +499,7 @@ class Planner {
     p.x = ref(x);
     if (m_op.type == OpType::kPool) {
       p.y = ref(output());
+      p.plan = m_device.planPool(p);
       return [p](Device& device) { device.pool(p); };
     }
     if (m_op.type == OpType::kPoolArgmax) {
@@ -506,12 +507,10 @@ class Planner {
       return [p](Device& device) { device.poolArgmax(p); };
     }
     p.y = ref(input(0));
-    const int64_t count = ir::elementCount(xs);
     const bool f32 = ref(output()).elem == Elem::kF32;
-    p.dx = f32 ? static_cast<float*>(ref(output()).data) : scratch(count);
+    p.dx = f32 ? static_cast<float*>(ref(output()).data) : scratch(ir::elementCount(xs));
     const PointwiseArgs cast = castFrom(p.dx);
-    return [p, f32, cast, count](Device& device) {
-      device.zero(p.dx, static_cast<size_t>(count) * sizeof(float));
+    return [p, f32, cast](Device& device) {
       device.poolGrad(p);
       if (!f32) device.pointwise(cast);
     };

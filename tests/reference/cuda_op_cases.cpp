@@ -184,6 +184,49 @@ OpCase convolutionsAndPools() {
   return {"convolutions and pools with their gradients", g, randomFeeds(g, 7)};
 }
 
+// Poolings as models have them, which the GPU device hands to cuDNN (reference/cuda/cudnn_pool.hpp):
+// ResNet's 3x3 max at stride 2, averages with and without the padding counted, in f32 and bf16 and
+// over three spatial dimensions; and, for the gradient kernel, overlapping dilated windows and one
+// spatial dimension. Each with its gradient.
+OpCase pools() {
+  ir::Graph g;
+  struct Pooling {
+    const char* name;
+    DType dtype;
+    ir::Shape x;
+    bool max;
+    std::vector<int64_t> kernel, strides, pads, dilations;
+    bool count_include_pad;
+  };
+  const ir::Shape image{2, 3, 11, 11}, volume{1, 2, 5, 4, 6};
+  const std::vector<Pooling> poolings{
+      {"max3s2", DType::kF32, image, true, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},
+      {"avg3s1", DType::kF32, image, false, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, false},
+      {"avg2s2.with_pad", DType::kF32, image, false, {2, 2}, {2, 2}, {1, 0, 1, 0}, {1, 1}, true},
+      {"bf16.max3s2", DType::kBF16, image, true, {3, 3}, {2, 2}, {1, 1, 1, 1}, {1, 1}, false},
+      {"bf16.avg3s1.with_pad", DType::kBF16, image, false, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, true},
+      {"3d.avg2s2", DType::kF32, volume, false, {2, 2, 2}, {2, 2, 2}, {1, 0, 1, 1, 0, 1}, {1, 1, 1}, false},
+      {"3d.max3s1", DType::kF32, volume, true, {3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, false},
+      {"max2.dilated", DType::kF32, image, true, {2, 3}, {1, 2}, {0, 2, 1, 2}, {2, 2}, false},
+      {"1d.avg4s3", DType::kF32, {2, 3, 13}, false, {4}, {3}, {2, 1}, {1}, false},
+  };
+  for (const Pooling& p : poolings) {
+    const int x = g.addInput(std::string(p.name) + ".x", p.x, p.dtype, ir::TensorRole::kInput);
+    ir::PoolGeometry geometry;
+    geometry.max = p.max;
+    geometry.kernel = p.kernel;
+    geometry.strides = p.strides;
+    geometry.pads = p.pads;
+    geometry.dilations = p.dilations;
+    geometry.count_include_pad = p.count_include_pad;
+    const int y = g.pool(p.name, x, geometry);
+    const int dy = g.addInput(std::string(p.name) + ".dy", g.tensor(y).shape, p.dtype, ir::TensorRole::kInput);
+    g.markOutput(y);
+    g.markOutput(g.poolGrad(std::string(p.name) + ".grad", dy, x, geometry));
+  }
+  return {"pools as models have them, with their gradients", g, randomFeeds(g, 9)};
+}
+
 OpCase lowPrecisionMatmuls(DType dtype) {
   ir::Graph g;
   const int a = g.addInput("a", {2, 9, 16}, dtype, ir::TensorRole::kInput);
@@ -211,9 +254,16 @@ OpCase modelStep(const std::string& model, int64_t batch, const std::string& opt
 }  // namespace
 
 std::vector<OpCase> cudaOpCases() {
-  std::vector<OpCase> cases{elementwiseOps(), unaryOps(),  casts(),
-                            dataMovement(),   reductions(), losses(),
-                            convolutionsAndPools(), lowPrecisionMatmuls(DType::kBF16), lowPrecisionMatmuls(DType::kF16)};
+  std::vector<OpCase> cases{elementwiseOps(),
+                            unaryOps(),
+                            casts(),
+                            dataMovement(),
+                            reductions(),
+                            losses(),
+                            convolutionsAndPools(),
+                            pools(),
+                            lowPrecisionMatmuls(DType::kBF16),
+                            lowPrecisionMatmuls(DType::kF16)};
   for (const char* optimizer : {"sgd", "momentum", "adam", "adagrad", "lars"}) {
     cases.push_back(modelStep("mlp.onnx", 8, optimizer, "float32"));
   }

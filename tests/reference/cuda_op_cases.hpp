@@ -21,7 +21,7 @@ struct OpCase {
 };
 
 // Elementwise ops, unary ops, casts, data movement, reductions, losses, convolutions and
-// pools (f32, bf16, integers), bf16 and f16 MatMuls, the training steps of
+// pools (f32, bf16; 1 to 3 spatial dimensions), bf16 and f16 MatMuls, the training steps of
 // traces/mlp.onnx under every optimizer and precision policy, and traces/dlrm.onnx's (made-up
 // weights; its embedding ids are computed in the step).
 std::vector<OpCase> cudaOpCases();

@@ -18,7 +18,8 @@ struct PoolArgs {
   int64_t pads[2 * kMaxPoolRank] = {};  // rank begins, then rank ends
   bool max = true, count_include_pad = false, column_major_indices = false;
   Ref x, y;         // Pool: y; PoolArgmax: y holds the int64 indices; PoolGrad: y is dy
-  float* dx = nullptr;  // PoolGrad: float sums over x's shape, zeroed first
+  int plan = -1;    // Pool: from Device::planPool, made before the timed runs; -1: this kernel
+  float* dx = nullptr;  // PoolGrad: float sums over x's shape
 };
 
 TPUSIM_HD inline int64_t planeSize(const int64_t* dims, int rank) {
@@ -123,24 +124,70 @@ struct PoolArgmaxKernel {  // one thread per output element
   }
 };
 
-// One thread per plane: its outputs in order, each adding its gradient to dx as the CPU does.
+// What an average over output `out`'s window divides by: the window's elements inside the input
+// (or inside the padded input), a product over the dimensions since each bounds its own.
+TPUSIM_HD inline int64_t windowDivisor(const PoolArgs& a, int64_t out) {
+  int64_t rest = out % planeSize(a.y_spatial, a.rank), inside = 1, inside_padded = 1;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    const int64_t position = rest % a.y_spatial[d];
+    rest /= a.y_spatial[d];
+    int64_t in = 0, in_padded = 0;
+    for (int64_t k = 0; k < a.kernel[d]; ++k) {
+      const int64_t at = position * a.strides[d] - a.pads[d] + k * a.dilations[d];
+      in += at >= 0 && at < a.x_spatial[d] ? 1 : 0;
+      in_padded += at < a.x_spatial[d] + a.pads[d + a.rank] ? 1 : 0;
+    }
+    inside *= in;
+    inside_padded *= in_padded;
+  }
+  return a.count_include_pad ? inside_padded : inside;
+}
+
+// Calls visit(out) for each output whose window holds input element `at`, in output order. Along
+// a dimension, output o = (coordinate + pad - k * dilation) / stride grows as the kernel offset k
+// falls, so the offsets are visited from the last down, the last dimension fastest.
+template <typename Visit>
+TPUSIM_HD void forCoveringOutputs(const PoolArgs& a, int64_t at, Visit visit) {
+  const int64_t plane = planeSize(a.x_spatial, a.rank);
+  const int64_t first_out = at / plane * planeSize(a.y_spatial, a.rank);
+  int64_t coordinate[kMaxPoolRank], k[kMaxPoolRank];
+  int64_t rest = at % plane;
+  for (int d = a.rank - 1; d >= 0; --d) {
+    coordinate[d] = rest % a.x_spatial[d];
+    rest /= a.x_spatial[d];
+    k[d] = a.kernel[d] - 1;
+  }
+  for (;;) {
+    bool covers = true;
+    int64_t linear = 0;
+    for (int d = 0; d < a.rank && covers; ++d) {
+      const int64_t offset = coordinate[d] + a.pads[d] - k[d] * a.dilations[d];
+      covers = offset >= 0 && offset % a.strides[d] == 0 && offset / a.strides[d] < a.y_spatial[d];
+      linear = linear * a.y_spatial[d] + offset / a.strides[d];
+    }
+    if (covers) visit(first_out + linear);
+    int d = a.rank - 1;
+    for (; d >= 0 && k[d] == 0; --d) k[d] = a.kernel[d] - 1;
+    if (d < 0) return;
+    --k[d];
+  }
+}
+
+// One thread per input element: the gradients of the outputs whose windows hold it (max: of those
+// whose first maximum it is), added in output order as the CPU executor adds them.
 struct PoolGradKernel {
   PoolArgs a;
-  TPUSIM_HD void operator()(int64_t p) const {
-    const int64_t out_plane = planeSize(a.y_spatial, a.rank);
-    for (int64_t out = p * out_plane; out < (p + 1) * out_plane; ++out) {
+  TPUSIM_HD void operator()(int64_t at) const {
+    float sum = 0;
+    forCoveringOutputs(a, at, [&](int64_t out) {
       const float d = loadFloat(a.y, out);
-      if (a.max) {
-        const int64_t best = windowArgmax(a, out);
-        if (best >= 0) a.dx[best] += d;
-        continue;
+      if (!a.max) {
+        sum += d / static_cast<float>(windowDivisor(a, out));
+      } else if (windowArgmax(a, out) == at) {
+        sum += d;
       }
-      int64_t inside = 0;
-      const int64_t divisor = forWindow(a, out, [&](int64_t) { ++inside; });
-      if (inside == 0) continue;
-      const float share = d / static_cast<float>(divisor);
-      forWindow(a, out, [&](int64_t at) { a.dx[at] += share; });
-    }
+    });
+    a.dx[at] = sum;
   }
 };
 
