@@ -65,6 +65,9 @@ class Device {
   virtual int planConv(const ConvArgs& args) = 0;
   virtual void conv(const ConvArgs& args) = 0;
   virtual void pointwise(const PointwiseArgs& args) = 0;
+  // How many consecutive terms one thread folds in a float reduction of `terms` terms into each
+  // of `outputs` outputs (ReduceArgs::chunk): 0 for all of an output's, the CPU executor's order.
+  virtual int64_t reduceChunk(int64_t outputs, int64_t terms) const = 0;
   virtual void reduce(const ReduceArgs& args) = 0;
   virtual void copy(const CopyArgs& args) = 0;
   virtual void gather(const GatherArgs& args) = 0;

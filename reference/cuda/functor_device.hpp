@@ -11,7 +11,14 @@ template <typename Launcher>
 class FunctorDevice : public Device {
  public:
   void pointwise(const PointwiseArgs& args) override { launch(args.count, PointwiseKernel{args}); }
-  void reduce(const ReduceArgs& args) override { launch(args.out_count, ReduceKernel{args}); }
+  void reduce(const ReduceArgs& args) override {
+    if (args.chunk > 0) {
+      launch(args.out_count * reduceChunks(args), ReducePartialKernel{args});
+      launch(args.out_count, ReduceCombineKernel{args});
+    } else {
+      launch(args.out_count, ReduceKernel{args});
+    }
+  }
   void copy(const CopyArgs& args) override { launch(args.count, CopyKernel{args}); }
   void gather(const GatherArgs& args) override {
     launch(args.outer * args.indices_count * args.inner, GatherKernel{args});

@@ -26,6 +26,12 @@ constexpr int kThreads = 256;
 // algorithm is chosen: the rest is left for the step's tensors and the other plans.
 constexpr size_t kWorkspaceShareDivisor = 2;  // half
 
+// A float reduction with fewer outputs than this, each of more than kReduceChunk terms, is split
+// into chunks of kReduceChunk terms, a thread each: a batch norm's mean over N x H x W into C
+// outputs would otherwise be C threads adding tens of thousands of terms each.
+constexpr int64_t kReduceParallelOutputs = 16384;
+constexpr int64_t kReduceChunk = 256;
+
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
   const ErrorKind kind = status == cudaErrorMemoryAllocation ? ErrorKind::kResource : ErrorKind::kInternal;
@@ -354,6 +360,10 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
               "convolution backward filter");
         return;
     }
+  }
+
+  int64_t reduceChunk(int64_t outputs, int64_t terms) const override {
+    return outputs < kReduceParallelOutputs && terms > kReduceChunk ? kReduceChunk : 0;
   }
 
   int planPool(const PoolArgs& p) override {

@@ -16,7 +16,9 @@ namespace tpusim::reference::cuda {
 
 class HostDevice : public FunctorDevice<HostDevice> {
  public:
-  HostDevice() = default;
+  // reduce_chunk > 0: float reductions of more terms than that fold them in chunks of it, as the
+  // GPU device does (so tests can check that path here); 0: the CPU executor's order.
+  explicit HostDevice(int64_t reduce_chunk = 0) : m_reduce_chunk(reduce_chunk) {}
   ~HostDevice() override;
   HostDevice(const HostDevice&) = delete;
   HostDevice& operator=(const HostDevice&) = delete;
@@ -32,6 +34,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
   int planConv(const ConvArgs&) override { return 0; }
   void conv(const ConvArgs& args) override;
   int planPool(const PoolArgs&) override { return -1; }  // the project's kernel, as the CPU pools
+  int64_t reduceChunk(int64_t, int64_t terms) const override { return terms > m_reduce_chunk ? m_reduce_chunk : 0; }
 
   template <typename Functor>
   void run(int64_t count, const Functor& functor) {
@@ -39,6 +42,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
   }
 
  private:
+  int64_t m_reduce_chunk = 0;
   std::vector<void*> m_buffers;
   uint64_t m_allocated = 0;
   std::chrono::steady_clock::time_point m_start;

@@ -246,7 +246,7 @@ class Planner {
   }
 
   // x reduced to `kept` (right-aligned to x: ReduceSumTo's target, or Reduce's dims kept as 1).
-  OpLaunch reduce(Reduction kind, const ir::Shape& kept) const {
+  OpLaunch reduce(Reduction kind, const ir::Shape& kept) {
     ReduceArgs r;
     r.kind = kind;
     const ir::Shape& x = shape(input(0));
@@ -259,10 +259,14 @@ class Planner {
     r.out_count = ir::elementCount(kept);
     r.x = ref(input(0));
     r.out = ref(output());
+    if (isFloating(r.x.elem)) {
+      r.chunk = m_device.reduceChunk(r.out_count, reducedTerms(r));
+      if (r.chunk > 0) r.partials = scratch(r.out_count * reduceChunks(r));
+    }
     return [r](Device& device) { device.reduce(r); };
   }
 
-  OpLaunch reduceOp() const {
+  OpLaunch reduceOp() {
     ir::Shape kept = shape(input(0));
     for (int64_t axis : m_op.perm) kept[static_cast<size_t>(axis)] = 1;
     switch (m_op.reduction) {

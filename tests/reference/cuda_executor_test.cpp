@@ -71,6 +71,57 @@ TEST(CudaExecutor, GpuBoundFlagsIntegersNonFiniteValuesAndNormwiseErrors) {
             std::string::npos);
 }
 
+// What additions compute is bounded against the magnitudes they added, by a bound that grows with
+// how many deep they are: after cancellation the relative error may be large, and a long sum's
+// rounding differs with its order.
+TEST(CudaExecutor, GpuBoundHoldsAdditionsToTheMagnitudesTheyAdded) {
+  ir::Graph g;
+  const int x = g.addInput("x", {2, 4}, DType::kF32, ir::TensorRole::kInput);
+  const int sum = g.reduce("sum", x, ir::Reduction::kSum, {1}, false);
+  const int total = g.reduce("total", sum, ir::Reduction::kSum, {0}, false);
+  const int difference = g.binary(ir::OpType::kSub, "difference", total, x);  // broadcast over x
+  const int product = g.binary(ir::OpType::kMul, "product", total, total);
+  const auto value = [](ir::Shape shape, std::vector<double> floats) {
+    return ir::TensorValue{std::move(shape), DType::kF32, std::move(floats), {}};
+  };
+  // Rows summing to 1e-3 and 0 out of terms of magnitude 3000 and 2: an error of 1e-5 is 1% of
+  // the sums, but 3.3e-9 of what was added.
+  std::vector<ir::TensorValue> cpu(g.tensors().size());
+  cpu[static_cast<size_t>(x)] = value({2, 4}, {1000.0, -1000.0, 500.0, -499.999, 1.0, -1.0, 0.0, 0.0});
+  cpu[static_cast<size_t>(sum)] = value({2}, {1e-3, 0.0});
+  cpu[static_cast<size_t>(total)] = value({}, {1e-3});
+  cpu[static_cast<size_t>(difference)] =
+      value({2, 4}, {-999.999, 1000.001, -499.999, 500.0, -0.999, 1.001, 1e-3, 1e-3});
+  cpu[static_cast<size_t>(product)] = value({}, {1e-6});
+  std::vector<ir::TensorValue> gpu = cpu;
+  gpu[static_cast<size_t>(sum)] = value({2}, {1e-3 + 1e-5, 0.0});
+  gpu[static_cast<size_t>(total)] = value({}, {1e-3 + 1e-5});
+  gpu[static_cast<size_t>(product)] = value({}, {1.02e-6});
+  EXPECT_FALSE(
+      checkGpuTensor(g.tensor(sum), gpu[static_cast<size_t>(sum)], cpu[static_cast<size_t>(sum)]).problem.empty());
+  const tpusim::testing::GpuStepBound bound(g, cpu);
+  const auto close = bound.check(g.tensor(sum), gpu[static_cast<size_t>(sum)]);
+  EXPECT_TRUE(close.problem.empty()) << close.problem;
+  EXPECT_NEAR(close.normwise, 1e-5 / 2999.999, 1e-12);
+  EXPECT_TRUE(bound.check(g.tensor(total), gpu[static_cast<size_t>(total)]).problem.empty());  // carried through
+  EXPECT_TRUE(bound.check(g.tensor(difference), gpu[static_cast<size_t>(difference)]).problem.empty());
+  // Not an addition: held to its own value, so 2% off fails.
+  EXPECT_FALSE(bound.check(g.tensor(product), gpu[static_cast<size_t>(product)]).problem.empty());
+  const auto off = bound.check(g.tensor(sum), value({2}, {1.0, 0.0}));  // 1 off: 3.3e-4 of the terms
+  EXPECT_NE(off.problem.find("'sum:out' (f32), added 4 deep"), std::string::npos) << off.problem;
+
+  // A million terms: each order is within 2^-24 per term of the exact sum, so 2e6 u (about 0.12).
+  ir::Graph long_sum;
+  const int terms = long_sum.addInput("terms", {1000000}, DType::kF32, ir::TensorRole::kInput);
+  const int all = long_sum.reduce("all", terms, ir::Reduction::kSum, {0}, false);
+  std::vector<ir::TensorValue> exact(2);
+  exact[static_cast<size_t>(terms)] = value({1000000}, std::vector<double>(1000000, 1e-6));
+  exact[static_cast<size_t>(all)] = value({}, {1.0});
+  const tpusim::testing::GpuStepBound long_bound(long_sum, exact);
+  EXPECT_TRUE(long_bound.check(long_sum.tensor(all), value({}, {1.05})).problem.empty());
+  EXPECT_FALSE(long_bound.check(long_sum.tensor(all), value({}, {1.2})).problem.empty());
+}
+
 TEST(CudaExecutor, RefusesOpsAndDtypesItLacksNamingTheOp) {
   ir::Graph int8;
   const int a = int8.addInput("a", {4, 8}, DType::kInt8, ir::TensorRole::kInput);
@@ -204,13 +255,14 @@ TEST(CudaExecutor, RunsEveryOpFamilyAndTheMlpStepsWithinABoundOfTheCpuExecutor) 
     SCOPED_TRACE(c.name);
     const TimedRun gpu = CudaExecutor(c.graph).runTimed(c.feeds, {1, 3});
     const std::vector<ir::TensorValue> cpu = CpuExecutor(c.graph, {}).run(c.feeds);
+    const tpusim::testing::GpuStepBound bound(c.graph, cpu);
     struct Worst {
       double error = 0;
       std::string tensor = "-";
     } worst_f32, worst_half;
     for (const ir::Tensor& tensor : c.graph.tensors()) {
       const ir::TensorValue& a = gpu.values[static_cast<size_t>(tensor.id)];
-      const auto check = checkGpuTensor(tensor, a, cpu[static_cast<size_t>(tensor.id)]);
+      const auto check = bound.check(tensor, a);
       EXPECT_TRUE(check.problem.empty()) << check.problem;
       if (a.floats.empty()) continue;
       Worst& worst = tensor.dtype == DType::kF32 ? worst_f32 : worst_half;

@@ -17,6 +17,7 @@
 #include "sim/common/error.hpp"
 #include "tests/reference/cuda_op_cases.hpp"
 #include "tests/support/expect_error.hpp"
+#include "tests/support/gpu_bound.hpp"
 #include "tests/support/source_dir.hpp"
 
 namespace tpusim::reference {
@@ -61,6 +62,61 @@ TEST(CudaHostDevice, RunsEveryOpFamilyAndTheMlpStepsBitForBitLikeTheCpuExecutor)
     SCOPED_TRACE(c.name);
     expectLikeCpu(c.graph, c.feeds);
   }
+}
+
+// The GPU device splits a float reduction with few outputs into chunks of terms (ReduceArgs::chunk):
+// on a host device splitting as it does, a sum is the sum of its chunks' sums, each added in order.
+TEST(CudaHostDevice, ReducesInChunksOfTermsWhereTheDeviceSplitsThem) {
+  ir::Graph g;
+  const int x = g.addInput("x", {4}, DType::kF32, ir::TensorRole::kInput);
+  const int sum = g.reduce("sum", x, ir::Reduction::kSum, {0}, false);
+  const int mean = g.reduce("mean", x, ir::Reduction::kMean, {0}, false);
+  const int max = g.reduce("max", x, ir::Reduction::kMax, {0}, false);
+  g.markOutput(sum);
+  g.markOutput(mean);
+  g.markOutput(max);
+  Feeds feeds;
+  feeds["x"] = ir::TensorValue::zeros({4}, DType::kF32);
+  feeds["x"].floats = {16777216.0, 1, 1, 1};  // 2^24: adding 1 to it is lost to rounding
+  cuda::HostDevice chunked(2);
+  const TimedRun run = CudaExecutor(g).runTimedOn(chunked, feeds, {0, 1});
+  // (2^24 + 1) + (1 + 1): the first 1 is lost, the chunk of two ones is not; in order, all three are.
+  EXPECT_EQ(run.values[static_cast<size_t>(sum)].floats[0], 16777218.0);
+  EXPECT_EQ(run.values[static_cast<size_t>(mean)].floats[0], static_cast<double>(16777218.0f / 4.0f));
+  EXPECT_EQ(run.values[static_cast<size_t>(max)].floats[0], 16777216.0);
+  EXPECT_EQ(CpuExecutor(g, {}).run(feeds)[static_cast<size_t>(sum)].floats[0], 16777216.0);
+  EXPECT_EQ(onHost(g, feeds).values[static_cast<size_t>(sum)].floats[0], 16777216.0);  // no chunks: the CPU's order
+
+  feeds["x"].floats = {1, 2, std::nan(""), 3};  // a NaN in the second chunk wins the maximum
+  EXPECT_TRUE(
+      std::isnan(CudaExecutor(g).runTimedOn(chunked, feeds, {0, 1}).values[static_cast<size_t>(max)].floats[0]));
+}
+
+// Every op case on a host device that chunks reductions of more than 5 terms: the chunks' sums
+// round apart from the CPU executor's, so the results are within the GPU's bound of it (a sum's
+// against its terms' magnitudes), and where no rounding differs (integers, maxima, exactly
+// representable sums) equal to it.
+TEST(CudaHostDevice, ChunkedReductionsStayWithinTheGpuBoundOfTheCpuExecutor) {
+  for (const OpCase& c : cudaOpCases()) {
+    SCOPED_TRACE(c.name);
+    cuda::HostDevice chunked(5);
+    const TimedRun run = CudaExecutor(c.graph).runTimedOn(chunked, c.feeds, {0, 1});
+    const std::vector<ir::TensorValue> cpu = CpuExecutor(c.graph, {}).run(c.feeds);
+    const tpusim::testing::GpuStepBound bound(c.graph, cpu);
+    for (const ir::Tensor& tensor : c.graph.tensors()) {
+      const auto check = bound.check(tensor, run.values[static_cast<size_t>(tensor.id)]);
+      EXPECT_TRUE(check.problem.empty()) << check.problem;
+    }
+  }
+  ir::Graph g;  // sums of small integers are exact in any order: [2, 3, 4] to [1, 3, 1] and to [3, 4]
+  const int x = g.addInput("x", {2, 3, 4}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.reduce("sum", x, ir::Reduction::kSum, {0, 2}, true));
+  g.markOutput(g.reduceSumTo("sum_to", x, {3, 4}, ir::TensorRole::kActivation));
+  g.markOutput(g.reduce("min", x, ir::Reduction::kMin, {0, 1, 2}, false));
+  Feeds feeds = randomFeeds(g, 4, -8, 8);
+  for (double& v : feeds["x"].floats) v = std::floor(v);
+  cuda::HostDevice chunked(3);
+  expectSameValues(g, CpuExecutor(g, {}).run(feeds), CudaExecutor(g).runTimedOn(chunked, feeds, {0, 1}).values);
 }
 
 // Labels computed in the step (a language model's, shifted out of its ids) are checked by the

@@ -2,12 +2,14 @@
 // project's kernels add in the CPU's order, but the GPU's exp, log, tanh and erf differ from
 // glibc's by an ulp or two and cuBLAS and cuDNN add in their own order, so a floating tensor is
 // bounded normwise (max |gpu - cpu| / max |cpu|): 1e-4 in f32, 2e-2 where the tensor is bf16
-// or f16 (a rounding flip there is 2^-8). Integers and non-finite values must match.
+// or f16 (a rounding flip there is 2^-8). Integers and non-finite values must match. What
+// additions compute is bounded against the magnitudes they added instead (GpuStepBound).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
@@ -50,5 +52,114 @@ inline GpuTensorCheck checkGpuTensor(const ir::Tensor& tensor, const ir::TensorV
   }
   return check;
 }
+
+// Additions round differently in another order, and after cancellation their relative error can be
+// any size: the CPU executor adds a sum's terms one after another, the GPU device sums chunks'
+// sums (reference/cuda/kernels/reduce.hpp). Each order's result is within k u sum|terms| of the exact
+// one, k additions deep, u = 2^-24 (Higham, Accuracy and Stability of Numerical Algorithms, 2nd ed.,
+// section 4.2). So a tensor additions compute (Add, Sub, Reduce sum or mean, ReduceSumTo) is held to
+// max |gpu - cpu| <= max(gpuBound, 2 k u) max m, m being the magnitudes added into each element,
+// carried through chains of additions; any other tensor to checkGpuTensor's bound.
+class GpuStepBound {
+ public:
+  // `cpu`: the CPU executor's values of every tensor of `graph`, by id.
+  GpuStepBound(const ir::Graph& graph, const std::vector<ir::TensorValue>& cpu)
+      : m_cpu(cpu), m_magnitudes(cpu.size()), m_depth(cpu.size(), 0) {
+    for (size_t t = 0; t < cpu.size(); ++t) {
+      for (double v : cpu[t].floats) m_magnitudes[t].push_back(std::abs(v));
+    }
+    for (const ir::Op& op : graph.ops()) {
+      for (int out : op.outputs) carry(op, static_cast<size_t>(out));
+    }
+  }
+
+  GpuTensorCheck check(const ir::Tensor& tensor, const ir::TensorValue& gpu) const {
+    const auto id = static_cast<size_t>(tensor.id);
+    GpuTensorCheck check = checkGpuTensor(tensor, gpu, m_cpu[id]);
+    if (m_depth[id] == 0 || check.problem.find("normwise") == std::string::npos) return check;
+    double error = 0, scale = 0;
+    for (size_t i = 0; i < gpu.floats.size(); ++i) {
+      if (std::isfinite(m_cpu[id].floats[i])) error = std::max(error, std::abs(gpu.floats[i] - m_cpu[id].floats[i]));
+      scale = std::max(scale, m_magnitudes[id][i]);
+    }
+    const double bound =
+        std::max(gpuBound(tensor.dtype), 2.0 * static_cast<double>(m_depth[id]) * std::ldexp(1.0, -24));
+    check.normwise = error / std::max(scale, 1e-30);
+    check.problem.clear();
+    if (error > bound * std::max(scale, 1e-30)) {
+      check.problem = "'" + tensor.name + "' (" + dtypeName(tensor.dtype) + "), added " + std::to_string(m_depth[id]) +
+                      " deep: error " + std::to_string(check.normwise) + " of the magnitudes added, over the bound " +
+                      std::to_string(bound);
+    }
+    return check;
+  }
+
+ private:
+  // Where output element `out` (of out_shape) reads `operand` (of its shape, broadcast to out_shape).
+  static int64_t broadcastIndex(int64_t out, const ir::Shape& out_shape, const ir::Shape& operand) {
+    int64_t index = 0, stride = 1;
+    for (size_t d = out_shape.size(), e = operand.size(); d-- > 0;) {
+      const int64_t coordinate = out % out_shape[d];
+      out /= out_shape[d];
+      if (e == 0) continue;
+      --e;
+      if (operand[e] != 1) index += coordinate * stride;
+      stride *= operand[e];
+    }
+    return index;
+  }
+
+  void carry(const ir::Op& op, size_t out) {
+    if (m_cpu[out].floats.empty() || op.inputs.empty()) return;
+    const auto in = [&](size_t i) { return static_cast<size_t>(op.inputs[i]); };
+    const ir::Shape& out_shape = m_cpu[out].shape;
+    if ((op.type == ir::OpType::kAdd || op.type == ir::OpType::kSub) && op.inputs.size() == 2 &&
+        !m_cpu[in(0)].floats.empty() && !m_cpu[in(1)].floats.empty()) {
+      for (size_t i = 0; i < m_magnitudes[out].size(); ++i) {
+        const auto o = static_cast<int64_t>(i);
+        m_magnitudes[out][i] =
+            m_magnitudes[in(0)][static_cast<size_t>(broadcastIndex(o, out_shape, m_cpu[in(0)].shape))] +
+            m_magnitudes[in(1)][static_cast<size_t>(broadcastIndex(o, out_shape, m_cpu[in(1)].shape))];
+      }
+      m_depth[out] = std::max(m_depth[in(0)], m_depth[in(1)]) + 1;
+      return;
+    }
+    const bool mean = op.type == ir::OpType::kReduce && op.reduction == ir::Reduction::kMean;
+    if (op.type != ir::OpType::kReduceSumTo &&
+        !(op.type == ir::OpType::kReduce && (mean || op.reduction == ir::Reduction::kSum)))
+      return;
+    const ir::TensorValue& x = m_cpu[in(0)];
+    if (x.floats.empty()) return;
+    ir::Shape kept = x.shape;  // the output aligned to x: 1 along each dimension summed over
+    if (op.type == ir::OpType::kReduce) {
+      for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
+    } else {
+      const size_t offset = x.shape.size() - out_shape.size();
+      for (size_t d = 0; d < kept.size(); ++d) kept[d] = d < offset ? 1 : out_shape[d - offset];
+    }
+    std::vector<double>& m = m_magnitudes[out];
+    std::fill(m.begin(), m.end(), 0.0);
+    for (size_t i = 0; i < x.floats.size(); ++i) {
+      // x element i's output: its coordinates along the dimensions kept.
+      int64_t rest = static_cast<int64_t>(i), o = 0, stride = 1;
+      for (size_t d = kept.size(); d-- > 0;) {
+        const int64_t coordinate = rest % x.shape[d];
+        rest /= x.shape[d];
+        if (kept[d] != 1) o += coordinate * stride;
+        stride *= kept[d];
+      }
+      m[static_cast<size_t>(o)] += m_magnitudes[in(0)][i];
+    }
+    const int64_t terms = ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept));
+    if (mean) {
+      for (double& v : m) v /= static_cast<double>(std::max<int64_t>(1, terms));
+    }
+    m_depth[out] = m_depth[in(0)] + terms;
+  }
+
+  const std::vector<ir::TensorValue>& m_cpu;
+  std::vector<std::vector<double>> m_magnitudes;  // by tensor id
+  std::vector<int64_t> m_depth;                   // additions deep, by tensor id (0: none)
+};
 
 }  // namespace tpusim::testing
