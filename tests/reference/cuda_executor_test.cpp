@@ -120,6 +120,12 @@ TEST(CudaExecutor, GpuBoundHoldsAdditionsToTheMagnitudesTheyAdded) {
   const tpusim::testing::GpuStepBound long_bound(long_sum, exact);
   EXPECT_TRUE(long_bound.check(long_sum.tensor(all), value({}, {1.05})).problem.empty());
   EXPECT_FALSE(long_bound.check(long_sum.tensor(all), value({}, {1.2})).problem.empty());
+
+  // An infinite sum, matched, does not make the other sums' magnitude infinite.
+  cpu[static_cast<size_t>(x)].floats[4] = INFINITY;
+  cpu[static_cast<size_t>(sum)].floats[1] = INFINITY;
+  const tpusim::testing::GpuStepBound with_infinity(g, cpu);
+  EXPECT_FALSE(with_infinity.check(g.tensor(sum), value({2}, {1.0, INFINITY})).problem.empty());
 }
 
 TEST(CudaExecutor, RefusesOpsAndDtypesItLacksNamingTheOp) {

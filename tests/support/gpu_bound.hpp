@@ -78,8 +78,9 @@ class GpuStepBound {
     GpuTensorCheck check = checkGpuTensor(tensor, gpu, m_cpu[id]);
     if (m_depth[id] == 0 || check.problem.find("normwise") == std::string::npos) return check;
     double error = 0, scale = 0;
-    for (size_t i = 0; i < gpu.floats.size(); ++i) {
-      if (std::isfinite(m_cpu[id].floats[i])) error = std::max(error, std::abs(gpu.floats[i] - m_cpu[id].floats[i]));
+    for (size_t i = 0; i < gpu.floats.size(); ++i) {  // the finite values (checkGpuTensor matched the rest)
+      if (!std::isfinite(m_cpu[id].floats[i])) continue;
+      error = std::max(error, std::abs(gpu.floats[i] - m_cpu[id].floats[i]));
       scale = std::max(scale, m_magnitudes[id][i]);
     }
     const double bound =
