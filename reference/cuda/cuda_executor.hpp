@@ -2,8 +2,9 @@
 // GPU, op by op in graph order on one stream, every tensor in device memory for the
 // whole step, and times each op with CUDA events, as the CPU executor does with the
 // wall clock (reference/op_timing.hpp). MatMul goes to cuBLAS (f32 without TF32; bf16
-// and f16 on the tensor cores), convolutions to cuDNN, everything else to the
-// project's own kernels (reference/cuda/kernels), in the CPU executor's order. What
+// and f16 on the tensor cores), convolutions and the forward poolings it states to
+// cuDNN, everything else to the project's own kernels (reference/cuda/kernels), in the
+// CPU executor's order (a long float reduction in chunks, on the GPU). What
 // it runs is in docs/reference.md; anything else is an unsupported error naming the op.
 #pragma once
 
