@@ -20,6 +20,7 @@ namespace tpusim::testing {
 struct GpuTensorCheck {
   std::string problem;  // empty within the bound
   double normwise = 0;  // max |gpu - cpu| / max |cpu| over the finite values
+  double of_added = -1;  // GpuStepBound, past the normwise bound: max |gpu - cpu| / the magnitudes added
 };
 
 inline double gpuBound(DType dtype) {
@@ -85,11 +86,11 @@ class GpuStepBound {
     }
     const double bound =
         std::max(gpuBound(tensor.dtype), 2.0 * static_cast<double>(m_depth[id]) * std::ldexp(1.0, -24));
-    check.normwise = error / std::max(scale, 1e-30);
+    check.of_added = error / std::max(scale, 1e-30);
     check.problem.clear();
     if (error > bound * std::max(scale, 1e-30)) {
       check.problem = "'" + tensor.name + "' (" + dtypeName(tensor.dtype) + "), added " + std::to_string(m_depth[id]) +
-                      " deep: error " + std::to_string(check.normwise) + " of the magnitudes added, over the bound " +
+                      " deep: error " + std::to_string(check.of_added) + " of the magnitudes added, over the bound " +
                       std::to_string(bound);
     }
     return check;
