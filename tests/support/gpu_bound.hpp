@@ -13,6 +13,7 @@
 
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
+#include "reference/cpu/broadcast.hpp"
 #include "sim/common/dtype.hpp"
 
 namespace tpusim::testing {
@@ -97,32 +98,15 @@ class GpuStepBound {
   }
 
  private:
-  // Where output element `out` (of out_shape) reads `operand` (of its shape, broadcast to out_shape).
-  static int64_t broadcastIndex(int64_t out, const ir::Shape& out_shape, const ir::Shape& operand) {
-    int64_t index = 0, stride = 1;
-    for (size_t d = out_shape.size(), e = operand.size(); d-- > 0;) {
-      const int64_t coordinate = out % out_shape[d];
-      out /= out_shape[d];
-      if (e == 0) continue;
-      --e;
-      if (operand[e] != 1) index += coordinate * stride;
-      stride *= operand[e];
-    }
-    return index;
-  }
-
   void carry(const ir::Op& op, size_t out) {
     if (m_cpu[out].floats.empty() || op.inputs.empty()) return;
     const auto in = [&](size_t i) { return static_cast<size_t>(op.inputs[i]); };
     const ir::Shape& out_shape = m_cpu[out].shape;
+    std::vector<double>& m = m_magnitudes[out];
     if ((op.type == ir::OpType::kAdd || op.type == ir::OpType::kSub) && op.inputs.size() == 2 &&
         !m_cpu[in(0)].floats.empty() && !m_cpu[in(1)].floats.empty()) {
-      for (size_t i = 0; i < m_magnitudes[out].size(); ++i) {
-        const auto o = static_cast<int64_t>(i);
-        m_magnitudes[out][i] =
-            m_magnitudes[in(0)][static_cast<size_t>(broadcastIndex(o, out_shape, m_cpu[in(0)].shape))] +
-            m_magnitudes[in(1)][static_cast<size_t>(broadcastIndex(o, out_shape, m_cpu[in(1)].shape))];
-      }
+      reference::broadcastBinary<double>(m_magnitudes[in(0)], m_cpu[in(0)].shape, m_magnitudes[in(1)],
+                                         m_cpu[in(1)].shape, m, out_shape, [](double a, double b) { return a + b; });
       m_depth[out] = std::max(m_depth[in(0)], m_depth[in(1)]) + 1;
       return;
     }
@@ -132,26 +116,12 @@ class GpuStepBound {
       return;
     const ir::TensorValue& x = m_cpu[in(0)];
     if (x.floats.empty()) return;
-    ir::Shape kept = x.shape;  // the output aligned to x: 1 along each dimension summed over
+    ir::Shape kept = out_shape;  // right-aligned to x, 1 along each dimension summed over
     if (op.type == ir::OpType::kReduce) {
+      kept = x.shape;
       for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
-    } else {
-      const size_t offset = x.shape.size() - out_shape.size();
-      for (size_t d = 0; d < kept.size(); ++d) kept[d] = d < offset ? 1 : out_shape[d - offset];
     }
-    std::vector<double>& m = m_magnitudes[out];
-    std::fill(m.begin(), m.end(), 0.0);
-    for (size_t i = 0; i < x.floats.size(); ++i) {
-      // x element i's output: its coordinates along the dimensions kept.
-      int64_t rest = static_cast<int64_t>(i), o = 0, stride = 1;
-      for (size_t d = kept.size(); d-- > 0;) {
-        const int64_t coordinate = rest % x.shape[d];
-        rest /= x.shape[d];
-        if (kept[d] != 1) o += coordinate * stride;
-        stride *= kept[d];
-      }
-      m[static_cast<size_t>(o)] += m_magnitudes[in(0)][i];
-    }
+    reference::reduceSumTo<double>(m_magnitudes[in(0)], x.shape, m, kept);
     const int64_t terms = ir::elementCount(x.shape) / std::max<int64_t>(1, ir::elementCount(kept));
     if (mean) {
       for (double& v : m) v /= static_cast<double>(std::max<int64_t>(1, terms));

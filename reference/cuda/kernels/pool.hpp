@@ -124,25 +124,6 @@ struct PoolArgmaxKernel {  // one thread per output element
   }
 };
 
-// What an average over output `out`'s window divides by: the window's elements inside the input
-// (or inside the padded input), a product over the dimensions since each bounds its own.
-TPUSIM_HD inline int64_t windowDivisor(const PoolArgs& a, int64_t out) {
-  int64_t rest = out % planeSize(a.y_spatial, a.rank), inside = 1, inside_padded = 1;
-  for (int d = a.rank - 1; d >= 0; --d) {
-    const int64_t position = rest % a.y_spatial[d];
-    rest /= a.y_spatial[d];
-    int64_t in = 0, in_padded = 0;
-    for (int64_t k = 0; k < a.kernel[d]; ++k) {
-      const int64_t at = position * a.strides[d] - a.pads[d] + k * a.dilations[d];
-      in += at >= 0 && at < a.x_spatial[d] ? 1 : 0;
-      in_padded += at < a.x_spatial[d] + a.pads[d + a.rank] ? 1 : 0;
-    }
-    inside *= in;
-    inside_padded *= in_padded;
-  }
-  return a.count_include_pad ? inside_padded : inside;
-}
-
 // Calls visit(out) for each output whose window holds input element `at`, in output order. Along
 // a dimension, output o = (coordinate + pad - k * dilation) / stride grows as the kernel offset k
 // falls, so the offsets are visited from the last down, the last dimension fastest.
@@ -182,7 +163,7 @@ struct PoolGradKernel {
     forCoveringOutputs(a, at, [&](int64_t out) {
       const float d = loadFloat(a.y, out);
       if (!a.max) {
-        sum += d / static_cast<float>(windowDivisor(a, out));
+        sum += d / static_cast<float>(forWindow(a, out, [](int64_t) {}));
       } else if (windowArgmax(a, out) == at) {
         sum += d;
       }
