@@ -2,8 +2,9 @@
 # The prepared check for a machine with an NVIDIA GPU (docs/reference.md, "GPU check"): builds
 # tpusim with CUDA, or takes the bundle scripts/gpu-bundle.sh made (GPU_BUNDLE), runs the CUDA
 # tests and the ONNX node-test suite (on the GPU too where one is), then `tpusim reference
-# --backend cuda` (and, for mlp, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32
-# and mixed_bfloat16), traces/resnet50.onnx and traces/dlrm.onnx at a small batch.
+# --backend cuda` (and, for mlp, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32,
+# mixed_bfloat16 and int8 inference), traces/resnet50.onnx (f32, int8 inference) and
+# traces/dlrm.onnx at a small batch.
 # Each step's output goes in <step>.log, the reports and tables in <model>/, and summary.txt has
 # one line per step: its name, exit code, seconds and what the code means. A step that fails is
 # recorded and the script goes on; exit codes 4 (unsupported: the CUDA executor is not built, or
@@ -239,14 +240,16 @@ else
 fi
 ((${skipped:-0} > 0)) && note "cuda-tests: $skipped skipped (see cuda-tests.log for the reason)"
 
-# name, model, batch, precision policy, whether the simulation is functional (its outputs compared
-# with the references'), and whether the CPU reference runs too. resnet50's weights are made up
-# (it stores shapes only; docs/reference.md); its functional simulation and CPU reference are left
-# out because the CPU's direct convolution loops take minutes for its step.
+# name, model, mode, batch, precision policy, whether the simulation is functional (its outputs
+# compared with the references'), and whether the CPU reference runs too. resnet50's weights are
+# made up (it stores shapes only; docs/reference.md); its functional simulation and CPU reference
+# are left out because the CPU's direct convolution loops take minutes for its step. The int8 runs
+# are inference (--precision int8 quantizes a trained model's matmuls and convolutions).
 seed=1
-for spec in "mlp mlp 8 float32 functional cpu" "mlp-bf16 mlp 8 mixed_bfloat16 functional cpu" \
-  "resnet50 resnet50 2 float32 timed cuda-only" "dlrm dlrm 2 float32 timed cuda-only"; do
-  read -r name model batch precision sim_kind cpu <<<"$spec"
+for spec in "mlp mlp training 8 float32 functional cpu" "mlp-bf16 mlp training 8 mixed_bfloat16 functional cpu" \
+  "mlp-int8 mlp inference 8 int8 functional cpu" "resnet50 resnet50 training 2 float32 timed cuda-only" \
+  "resnet50-int8 resnet50 inference 2 int8 timed cuda-only" "dlrm dlrm training 2 float32 timed cuda-only"; do
+  read -r name model mode batch precision sim_kind cpu <<<"$spec"
   trace="traces/$model.onnx"
   if [[ ! -f "$trace" ]]; then
     note "$name: $trace not found, skipped"
@@ -257,15 +260,15 @@ for spec in "mlp mlp 8 float32 functional cpu" "mlp-bf16 mlp 8 mixed_bfloat16 fu
   mkdir -p "$dir"
   functional=()
   [[ "$sim_kind" == functional ]] && functional=(--functional --seed "$seed")
-  step "$name-sim" 120 "$tpusim" run "$trace" --batch "$batch" --precision "$precision" --no-instructions \
+  step "$name-sim" 120 "$tpusim" run "$trace" --mode "$mode" --batch "$batch" --precision "$precision" --no-instructions \
     "${functional[@]}" --out "$dir/sim"
   backends=(cuda)
   [[ "$cpu" == cpu ]] && backends+=(cpu)
   for backend in "${backends[@]}"; do
     threads=()
     [[ "$backend" == cpu ]] && threads=(--threads "$jobs")
-    if step "$name-reference-$backend" 120 "$tpusim" reference "$trace" --batch "$batch" --precision "$precision" \
-      --backend "$backend" "${threads[@]}" --seed "$seed" --out "$dir/$backend"; then
+    if step "$name-reference-$backend" 120 "$tpusim" reference "$trace" --mode "$mode" --batch "$batch" \
+      --precision "$precision" --backend "$backend" "${threads[@]}" --seed "$seed" --out "$dir/$backend"; then
       step "$name-compare-$backend" 60 "$tpusim" compare "$dir/sim/report.json" "$dir/$backend/report.json" \
         --out "$dir/compare-$backend"
     fi

@@ -15,31 +15,10 @@
 #include "reference/cuda/kernels/optimizer.hpp"
 #include "reference/cuda/kernels/pointwise.hpp"
 #include "reference/cuda/kernels/pool.hpp"
+#include "reference/cuda/kernels/product_args.hpp"
 #include "reference/cuda/kernels/reduce.hpp"
 
 namespace tpusim::reference::cuda {
-
-// Row-major c[batch][m x n] = op(a) x op(b), op a transpose where asked; an operand's
-// batch stride 0 repeats one matrix over the batch. a, b and c share a floating dtype.
-struct GemmArgs {
-  bool transpose_a = false, transpose_b = false;
-  int64_t m = 0, n = 0, k = 0, batch = 1;
-  Ref a, b, c;
-  int64_t a_stride = 0, b_stride = 0;
-};
-
-enum class ConvPass : int32_t { kForward, kGradInput, kGradWeight };
-
-// A 2-D convolution: x [N, C, H, W], w [M, C / group, KH, KW], y [N, M, OH, OW], one
-// floating dtype. kForward: y from x and w; kGradInput: x (dx) from y (dy) and w;
-// kGradWeight: w (dw) from x and y (dy). pads: top, left, bottom, right.
-struct ConvArgs {
-  ConvPass pass = ConvPass::kForward;
-  int64_t x_dims[4] = {}, w_dims[4] = {}, y_dims[4] = {};
-  int64_t strides[2] = {1, 1}, pads[4] = {}, dilations[2] = {1, 1}, group = 1;
-  Ref x, w, y;
-  int plan = -1;  // from Device::planConv, made before the timed runs
-};
 
 class Device {
  public:
@@ -59,9 +38,12 @@ class Device {
   // was in use before it: its own buffers and what its libraries allocated.
   virtual uint64_t peakBytes() const = 0;
 
+  // Chooses, once before the timed runs, how the device runs the int8 GEMM `args` (cuBLAS's int8
+  // GEMM on the GPU, where it takes it): the id to put in args.plan, or -1 for the project's kernel.
+  virtual int planGemm(const GemmArgs& args) = 0;
   virtual void gemm(const GemmArgs& args) = 0;
-  // Chooses how the device runs `args` (cuDNN's descriptors, algorithm and workspace), once,
-  // before the timed runs: the id to put in args.plan.
+  // Chooses how the device runs the floating `args` (cuDNN's descriptors, algorithm and workspace),
+  // once, before the timed runs: the id to put in args.plan. (An int8 convolution has no plan.)
   virtual int planConv(const ConvArgs& args) = 0;
   virtual void conv(const ConvArgs& args) = 0;
   virtual void pointwise(const PointwiseArgs& args) = 0;

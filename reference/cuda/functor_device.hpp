@@ -4,6 +4,7 @@
 #pragma once
 
 #include "reference/cuda/device.hpp"
+#include "reference/cuda/kernels/int8_products.hpp"
 
 namespace tpusim::reference::cuda {
 
@@ -45,6 +46,13 @@ class FunctorDevice : public Device {
   void pool(const PoolArgs& args) override { launch(outputs(args), PoolKernel{args}); }
   void poolArgmax(const PoolArgs& args) override { launch(outputs(args), PoolArgmaxKernel{args}); }
   void poolGrad(const PoolArgs& args) override { launch(inputs(args), PoolGradKernel{args}); }
+
+ protected:
+  // The project's int8 products, which both devices run (cuBLAS's int8 GEMM on the GPU aside).
+  void int8Gemm(const GemmArgs& args) { launch(args.batch * args.m * args.n, Int8GemmKernel{args}); }
+  void int8Conv(const ConvArgs& args) {
+    launch(args.y_dims[0] * args.y_dims[1] * args.y_dims[2] * args.y_dims[3], Int8ConvKernel{args});
+  }
 
  private:
   template <typename Functor>

@@ -1,5 +1,5 @@
-// The CUDA executor's device on an NVIDIA GPU: one stream, cuBLAS for GEMMs, cuDNN for
-// convolutions and the forward poolings it can state (cudnn_pool.hpp), and the project's kernels
+// The CUDA executor's device on an NVIDIA GPU: one stream, cuBLAS for GEMMs (int8 ones too), cuDNN
+// for floating convolutions and the forward poolings it can state (cudnn_pool.hpp), and the project's kernels
 // (reference/cuda/kernels) launched as grid-stride loops; a group of GPUs all-reduces with NCCL. Built with
 // --fmad=false (reference/CMakeLists.txt): no multiply-add is fused that the CPU executor rounds twice.
 #include <algorithm>
@@ -92,6 +92,15 @@ struct PoolPlan {
   cudnnPoolingDescriptor_t pool = nullptr;
 };
 
+// An int8 GEMM's staging buffers for cuBLAS (CUDA_R_8I operands, CUDA_R_32I sums): the executor
+// holds integers as int64, so each run packs the operands into these and widens the sums back.
+struct Int8GemmPlan {
+  int8_t* a = nullptr;
+  int8_t* b = nullptr;
+  int32_t* c = nullptr;
+  int64_t a_count = 0, b_count = 0, c_count = 0;
+};
+
 // An algorithm to try, with the math type and workspace cuDNN's ranking gave it.
 struct ConvCandidate {
   int algorithm = 0;
@@ -146,6 +155,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
       if (plan.y) cudnnDestroyTensorDescriptor(plan.y);
       if (plan.pool) cudnnDestroyPoolingDescriptor(plan.pool);
     }
+    for (Int8GemmPlan& plan : m_gemm_plans) freeStaging(plan);
     for (void* buffer : m_buffers) cudaFree(buffer);
     if (m_workspace) cudaFree(m_workspace);
     if (m_start) cudaEventDestroy(m_start);
@@ -201,6 +211,30 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   int index() const { return m_index; }
   cudaStream_t stream() const { return m_stream; }
 
+  int planGemm(const GemmArgs& g) override {
+    if (!multipliesInt8(g.a) || g.batch * g.m * g.n == 0 || g.k == 0) return -1;
+    select();
+    Int8GemmPlan plan;
+    plan.a_count = (g.a_stride == 0 ? 1 : g.batch) * g.m * g.k;
+    plan.b_count = (g.b_stride == 0 ? 1 : g.batch) * g.k * g.n;
+    plan.c_count = g.batch * g.m * g.n;
+    m_gemm_plans.push_back(plan);  // freed with the device, whatever fails below
+    Int8GemmPlan& held = m_gemm_plans.back();
+    check(cudaMalloc(&held.a, static_cast<size_t>(plan.a_count)), "allocating an int8 GEMM's operands");
+    check(cudaMalloc(&held.b, static_cast<size_t>(plan.b_count)), "allocating an int8 GEMM's operands");
+    check(cudaMalloc(&held.c, static_cast<size_t>(plan.c_count) * sizeof(int32_t)), "allocating an int8 GEMM's sums");
+    // Once now, on the staging buffers, before the timed runs. Where this cuBLAS declines the
+    // shapes, the project's kernel multiplies instead (its sums are the same: both are exact).
+    const cublasStatus_t status = int8Blas(g, held);
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {
+      freeStaging(held);
+      m_gemm_plans.pop_back();
+      return -1;
+    }
+    check(status, "planning an int8 GEMM");
+    return static_cast<int>(m_gemm_plans.size() - 1);
+  }
+
   void gemm(const GemmArgs& g) override {
     select();
     // cuBLAS is column-major: the row-major C = op(A) op(B) is the column-major
@@ -211,6 +245,18 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
                             static_cast<size_t>(g.batch * g.m * g.n) * static_cast<size_t>(elementBytes(g.c.elem)),
                             m_stream),
             "zeroing a GEMM's output");
+      return;
+    }
+    if (multipliesInt8(g.a)) {
+      if (g.plan < 0) {
+        int8Gemm(g);
+        return;
+      }
+      const Int8GemmPlan& plan = m_gemm_plans.at(static_cast<size_t>(g.plan));
+      run(plan.a_count, PackInt8Kernel{g.a, plan.a});
+      run(plan.b_count, PackInt8Kernel{g.b, plan.b});
+      check(int8Blas(g, plan), "int8 GemmEx");
+      run(plan.c_count, WidenInt32Kernel{plan.c, g.c});
       return;
     }
     const float alpha = 1.0f, beta = 0.0f;
@@ -337,6 +383,11 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   void conv(const ConvArgs& c) override {
+    // cuDNN takes int8 convolutions in NHWC only, with channels a multiple of 4: the project's kernel.
+    if (multipliesInt8(c.x)) {
+      int8Conv(c);
+      return;
+    }
     select();
     const ConvPlan& plan = m_plans.at(static_cast<size_t>(c.plan));
     const float alpha = 1.0f, beta = 0.0f;
@@ -433,6 +484,27 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
  private:
+  // cuBLAS's int8 GEMM of `g` on `plan`'s staging buffers (row-major as column-major: see gemm), its
+  // int32 sums exact. cuBLAS's status is returned, not checked: planGemm tells a decline from a fault.
+  cublasStatus_t int8Blas(const GemmArgs& g, const Int8GemmPlan& plan) {
+    check(cublasSetMathMode(m_blas, CUBLAS_DEFAULT_MATH), "setting the math mode");
+    const int32_t alpha = 1, beta = 0;
+    const int lda = static_cast<int>(g.transpose_a ? g.m : g.k);
+    const int ldb = static_cast<int>(g.transpose_b ? g.k : g.n);
+    return cublasGemmStridedBatchedEx(
+        m_blas, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &alpha, plan.b, CUDA_R_8I, ldb, g.b_stride,
+        plan.a, CUDA_R_8I, lda, g.a_stride, &beta, plan.c, CUDA_R_32I, static_cast<int>(g.n), g.m * g.n,
+        static_cast<int>(g.batch), CUBLAS_COMPUTE_32I, CUBLAS_GEMM_DEFAULT);
+  }
+
+  static void freeStaging(Int8GemmPlan& plan) {
+    for (void* buffer : {static_cast<void*>(plan.a), static_cast<void*>(plan.b), static_cast<void*>(plan.c)}) {
+      if (buffer) cudaFree(buffer);
+    }
+    plan = {};
+  }
+
   // Every call works on this device: the executor drives a group of them from one thread.
   void select() const { check(cudaSetDevice(m_index), "selecting a device"); }
 
@@ -466,6 +538,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   std::vector<void*> m_buffers;
   std::vector<ConvPlan> m_plans;
   std::vector<PoolPlan> m_pool_plans;
+  std::vector<Int8GemmPlan> m_gemm_plans;
   void* m_workspace = nullptr;
   size_t m_workspace_bytes = 0;
   uint64_t m_baseline = 0, m_peak = 0;

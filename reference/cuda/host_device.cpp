@@ -31,6 +31,10 @@ double HostDevice::stopTimer() {
 }
 
 void HostDevice::gemm(const GemmArgs& g) {
+  if (multipliesInt8(g.a)) {
+    int8Gemm(g);
+    return;
+  }
   // The CPU executor's order (reference/cpu/kernels.hpp): each element sums k terms in float, in order.
   const int64_t a_row = g.transpose_a ? 1 : g.k, a_inner = g.transpose_a ? g.m : 1;
   const int64_t b_inner = g.transpose_b ? 1 : g.n, b_col = g.transpose_b ? g.k : 1;
@@ -65,6 +69,10 @@ void store(const std::vector<double>& values, const Ref& ref) {
 }  // namespace
 
 void HostDevice::conv(const ConvArgs& c) {
+  if (multipliesInt8(c.x)) {
+    int8Conv(c);
+    return;
+  }
   // The CPU executor's convolution loops, standing in for cuDNN.
   const ConvShapes shapes{ir::Shape(c.x_dims, c.x_dims + 4), ir::Shape(c.w_dims, c.w_dims + 4),
                           ir::Shape(c.y_dims, c.y_dims + 4)};

@@ -1,6 +1,6 @@
 // The CUDA executor's device emulated on the host: its own kernels' bodies (the
 // functors of reference/cuda/kernels, which nvcc compiles into the GPU's kernels)
-// run by a loop, one call per element, and GEMMs and convolutions by the CPU
+// run by a loop, one call per element, and floating GEMMs and convolutions by the CPU
 // executor's loops in place of cuBLAS and cuDNN. Tests run the CUDA executor on it in
 // CI, where no GPU is: its graph walk, its buffers and every kernel of its own are
 // checked against the CPU executor; what only a GPU shows (launches, cuBLAS, cuDNN,
@@ -30,6 +30,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
   void startTimer() override;
   double stopTimer() override;
   uint64_t peakBytes() const override { return m_allocated; }  // nothing is freed before the end
+  int planGemm(const GemmArgs&) override { return -1; }        // the project's int8 kernel
   void gemm(const GemmArgs& args) override;
   int planConv(const ConvArgs&) override { return 0; }
   void conv(const ConvArgs& args) override;

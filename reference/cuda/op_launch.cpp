@@ -150,7 +150,7 @@ class Planner {
     return slot;
   }
 
-  OpLaunch matmul() const {
+  OpLaunch matmul() {
     GemmArgs g;
     const ir::Shape& a = shape(input(0));
     const ir::Shape& b = shape(input(1));
@@ -166,6 +166,7 @@ class Planner {
     g.c = ref(output());
     g.a_stride = a.size() > 2 ? g.m * g.k : 0;
     g.b_stride = b.size() > 2 ? g.k * g.n : 0;
+    if (multipliesInt8(g.a)) g.plan = m_device.planGemm(g);
     return [g](Device& device) { device.gemm(g); };
   }
 
@@ -197,10 +198,15 @@ class Planner {
     c.x = ref(x);
     c.w = ref(w);
     c.y = ref(y);
+    const std::vector<int64_t>& pads = m_op.conv.pads;  // top, left, bottom, right
+    // An int8 convolution is the project's kernel, which takes every padding as it is.
+    if (multipliesInt8(c.x)) {
+      std::copy(pads.begin(), pads.end(), c.pads);
+      return [c](Device& device) { device.conv(c); };
+    }
     // cuDNN pads both sides of a dimension alike. Where one side has more (TensorFlow's SAME
     // padding at stride 2), x lives in a zeroed buffer with that extra on its side, and cuDNN
     // pads the rest: the zeros add nothing, so the sums are those of the padded convolution.
-    const std::vector<int64_t>& pads = m_op.conv.pads;  // top, left, bottom, right
     int64_t before[2] = {}, grown[2] = {};
     for (int d = 0; d < 2; ++d) {
       const int64_t both = std::min(pads[static_cast<size_t>(d)], pads[static_cast<size_t>(d) + 2]);

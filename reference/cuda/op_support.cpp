@@ -21,12 +21,20 @@ bool allFloating(const ir::Graph& graph, const ir::Op& op) {
 // The batch dimensions of a MatMul operand: all but the last two.
 ir::Shape batchDims(const ir::Shape& shape) { return ir::Shape(shape.begin(), shape.end() - 2); }
 
+// int8 operands summed into an int32 output (--precision int8), as the graph builds them.
+bool int8Product(const ir::Graph& graph, const ir::Op& op) {
+  return dtypeOf(graph, op.inputs[0]) == DType::kInt8 && dtypeOf(graph, op.inputs[1]) == DType::kInt8 &&
+         dtypeOf(graph, op.outputs[0]) == DType::kInt32;
+}
+
 std::string matmulReason(const ir::Graph& graph, const ir::Op& op) {
   const DType dtype = dtypeOf(graph, op.outputs[0]);
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
-    return "the CUDA MatMul takes f32, bf16 or f16 (cuBLAS), not " + std::string(dtypeName(dtype));
-  for (int id : op.inputs) {
-    if (dtypeOf(graph, id) != dtype) return "the CUDA MatMul needs its operands in the output's dtype";
+  if (!int8Product(graph, op)) {
+    if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+      return "the CUDA MatMul takes f32, bf16 or f16, or int8 into int32, not " + std::string(dtypeName(dtype));
+    for (int id : op.inputs) {
+      if (dtypeOf(graph, id) != dtype) return "the CUDA MatMul needs its operands in the output's dtype";
+    }
   }
   const ir::Shape& a = shapeOf(graph, op.inputs[0]);
   const ir::Shape& b = shapeOf(graph, op.inputs[1]);
@@ -41,10 +49,12 @@ std::string matmulReason(const ir::Graph& graph, const ir::Op& op) {
 
 std::string convReason(const ir::Graph& graph, const ir::Op& op) {
   const DType dtype = dtypeOf(graph, op.outputs[0]);
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
-    return "cuDNN convolutions take f32, bf16 or f16, not " + std::string(dtypeName(dtype));
+  const bool int8 = op.type == OpType::kConv && int8Product(graph, op);
+  if (!int8 && dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
+    return "the CUDA convolutions take f32, bf16 or f16, or (forward) int8 into int32, not " +
+           std::string(dtypeName(dtype));
   for (int id : op.inputs) {
-    if (dtypeOf(graph, id) != dtype) return "the convolution's operands need one dtype";
+    if (!int8 && dtypeOf(graph, id) != dtype) return "the convolution's operands need one dtype";
     if (shapeOf(graph, id).size() != 4) return "the CUDA executor runs 2-D convolutions only";
   }
   if (op.conv.pads.size() != 4) return "a 2-D convolution has four pads";

@@ -88,13 +88,36 @@ def test_cuda_backend_runs_or_says_why_not(tpusim_bin, tmp_path):
 
 
 def test_cuda_backend_names_an_op_it_cannot_run_on_any_machine(tpusim_bin, tmp_path):
-    """The model's ops are checked before a GPU is sought (and in a build without CUDA too): int8
-    matmuls are refused (exit 4) on any machine."""
+    """The model's ops are checked before a GPU is sought (and in a build without CUDA too): a
+    MatMul broadcasting an operand over part of the batch is refused (exit 4) on any machine."""
+    import onnx
+    import onnx.helper as oh
+
+    weight = oh.make_tensor("w", onnx.TensorProto.FLOAT, [3, 8, 2], [0.5] * 48)
+    graph = oh.make_graph([oh.make_node("MatMul", ["x", "w"], ["y"], name="partial_batch")], "partial",
+                          [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3, 4, 8])],
+                          [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3, 4, 2])], initializer=[weight])
+    model = tmp_path / "partial.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)]), model)
+    result = cli(tpusim_bin, "reference", str(model), "--mode", "inference", "--backend", "cuda",
+                 "--out", str(tmp_path / "out"))
+    assert result.returncode == 4, result.stderr
+    assert "the CUDA executor cannot run op 'partial_batch' (MatMul)" in result.stderr, result.stderr
+    assert "use --backend cpu" in result.stderr and result.stderr.count("\n") == 1
+    assert cli(tpusim_bin, "reference", str(model), "--mode", "inference", "--backend", "cpu",
+               "--out", str(tmp_path / "cpu")).returncode == 0
+
+
+def test_cuda_backend_takes_int8_inference(tpusim_bin, tmp_path):
+    """--precision int8's int8 x int8 MatMuls into int32 pass the CUDA executor's checks: with a GPU
+    it runs, without one it stops for want of a device (exit 6), never for the op."""
     result = cli(tpusim_bin, "reference", MLP, "--batch", "8", "--mode", "inference", "--precision", "int8",
                  "--backend", "cuda", "--out", str(tmp_path))
-    assert result.returncode == 4, result.stderr
-    assert "the CUDA executor cannot run op '/0/Gemm' (MatMul)" in result.stderr, result.stderr
-    assert "use --backend cpu" in result.stderr and result.stderr.count("\n") == 1
+    assert result.returncode in (0, 4, 6), result.stderr
+    assert "cannot run op" not in result.stderr, result.stderr
+    if result.returncode == 0:
+        report = json.loads((tmp_path / "report.json").read_text())
+        assert any(op["type"] == "MatMul" for op in report["per_op"])
 
 
 def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):

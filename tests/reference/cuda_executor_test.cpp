@@ -130,12 +130,13 @@ TEST(CudaExecutor, GpuBoundHoldsAdditionsToTheMagnitudesTheyAdded) {
 }
 
 TEST(CudaExecutor, RefusesOpsAndDtypesItLacksNamingTheOp) {
-  ir::Graph int8;
-  const int a = int8.addInput("a", {4, 8}, DType::kInt8, ir::TensorRole::kInput);
-  const int w = int8.addWeight("w", {8, 2}, DType::kInt8);
-  int8.markOutput(int8.matmul("mm", a, w, false, false));
-  expectError([&] { CudaExecutor{int8}; }, ErrorKind::kUnsupported,
-              "the CUDA executor cannot run op 'mm' (MatMul): the CUDA MatMul takes f32, bf16 or f16 (cuBLAS), not ");
+  ir::Graph partial;
+  const int a = partial.addInput("a", {2, 3, 4, 8}, DType::kF32, ir::TensorRole::kInput);
+  const int w = partial.addWeight("w", {3, 8, 2}, DType::kF32);
+  partial.markOutput(partial.matmul("mm", a, w, false, false));
+  expectError([&] { CudaExecutor{partial}; }, ErrorKind::kUnsupported,
+              "the CUDA executor cannot run op 'mm' (MatMul): the CUDA MatMul broadcasts a rank-2 operand over the "
+              "batch, not a partial batch shape; use --backend cpu");
 }
 
 // A training graph small enough to check by hand: y = relu(x w + b), loss, gradients, SGD.

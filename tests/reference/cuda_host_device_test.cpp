@@ -14,6 +14,7 @@
 #include "reference/cpu/cpu_executor.hpp"
 #include "reference/cuda/cuda_executor.hpp"
 #include "reference/cuda/host_device.hpp"
+#include "reference/cuda/kernels/int8_products.hpp"
 #include "sim/common/error.hpp"
 #include "tests/reference/cuda_op_cases.hpp"
 #include "tests/support/expect_error.hpp"
@@ -179,17 +180,53 @@ TEST(CudaHostDevice, DividesIntegersAndReportsADivisionByZero) {
   expectError([&] { onHost(g, feeds); }, ErrorKind::kInvalidInput, "op 'idiv': integer division by zero");
 }
 
+// int8 x int8 sums are exact int32 sums, wrapped past int32's range as the CPU executor's (and the
+// MXU's) are: 140000 products of 127 x 127 add up to 2258060000, which is -2036907296 in int32;
+// 140000 of -128 x -128 to 2293760000, which is -2001207296.
+TEST(CudaHostDevice, SumsInt8ProductsExactlyAndWrapsThemPastInt32AsTheCpuDoes) {
+  constexpr int64_t kTerms = 140000;
+  ir::Graph g;
+  const int a = g.addInput("a", {1, kTerms}, DType::kInt8, ir::TensorRole::kInput);
+  const int b = g.addWeight("b", {kTerms, 1}, DType::kInt8);
+  const int product = g.matmul("mm", a, b, false, false);
+  const int x = g.addInput("x", {1, 1, 1, kTerms}, DType::kInt8, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {1, 1, 1, kTerms}, DType::kInt8);
+  const int conv = g.conv("conv", x, w, ir::ConvGeometry{});
+  g.markOutput(product);
+  g.markOutput(conv);
+  const auto filled = [](const ir::Shape& shape, int64_t value) {
+    return ir::TensorValue{shape, DType::kInt8, {}, std::vector<int64_t>(static_cast<size_t>(kTerms), value)};
+  };
+  const Feeds feeds{{"a", filled({1, kTerms}, 127)},
+                    {"b", filled({kTerms, 1}, 127)},
+                    {"x", filled({1, 1, 1, kTerms}, -128)},
+                    {"w", filled({1, 1, 1, kTerms}, -128)}};
+  const TimedRun run = onHost(g, feeds);
+  EXPECT_EQ(run.values[static_cast<size_t>(product)].ints, std::vector<int64_t>{-2036907296});
+  EXPECT_EQ(run.values[static_cast<size_t>(conv)].ints, std::vector<int64_t>{-2001207296});
+  expectLikeCpu(g, feeds);
+}
+
+// What the GPU runs around cuBLAS's int8 GEMM: the int8 operands (held as int64) packed into
+// bytes, and its int32 sums widened back.
+TEST(CudaHostDevice, PacksInt8OperandsIntoBytesAndWidensInt32SumsBack) {
+  std::vector<int64_t> held{-128, 127, 0, -1};
+  std::vector<int8_t> packed(held.size());
+  const cuda::PackInt8Kernel pack{{held.data(), cuda::Elem::kI8}, packed.data()};
+  for (int64_t i = 0; i < 4; ++i) pack(i);
+  EXPECT_EQ(packed, (std::vector<int8_t>{-128, 127, 0, -1}));
+  std::vector<int32_t> sums{INT32_MIN, -1, INT32_MAX, 7};
+  std::vector<int64_t> widened(sums.size());
+  const cuda::WidenInt32Kernel widen{sums.data(), {widened.data(), cuda::Elem::kI32}};
+  for (int64_t i = 0; i < 4; ++i) widen(i);
+  EXPECT_EQ(widened, (std::vector<int64_t>{INT32_MIN, -1, INT32_MAX, 7}));
+}
+
 TEST(CudaHostDevice, RefusesWhatTheGpuCannotRunNamingTheOp) {
   ir::Graph f64;
   const int x = f64.addInput("x", {4}, DType::kF64, ir::TensorRole::kInput);
   f64.markOutput(f64.relu("relu", x));
   expectError([&] { CudaExecutor{f64}; }, ErrorKind::kUnsupported, "op 'relu' (Relu): f64 tensors are CPU only");
-  ir::Graph conv;
-  const int cx = conv.addInput("x", {1, 1, 5, 5}, DType::kInt8, ir::TensorRole::kInput);
-  const int cw = conv.addWeight("w", {1, 1, 3, 3}, DType::kInt8);
-  conv.markOutput(conv.conv("conv", cx, cw, ir::ConvGeometry{}));
-  expectError([&] { CudaExecutor{conv}; }, ErrorKind::kUnsupported,
-              "op 'conv' (Conv): cuDNN convolutions take f32, bf16 or f16, not int32");
   ir::Graph reduce;
   const int rx = reduce.addInput("x", {4}, DType::kF32, ir::TensorRole::kInput);
   reduce.markOutput(reduce.allReduce("ar", rx, ir::Reduction::kSum, 2));

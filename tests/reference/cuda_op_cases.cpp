@@ -236,10 +236,36 @@ OpCase lowPrecisionMatmuls(DType dtype) {
   return {std::string(dtypeName(dtype)) + " MatMuls", g, randomFeeds(g, 8)};
 }
 
-// The model's training step as `tpusim reference` builds it.
-OpCase modelStep(const std::string& model, int64_t batch, const std::string& optimizer, const std::string& precision) {
+// int8 x int8 products summed into int32 (--precision int8) over int8's whole range: a MatMul
+// repeating one matrix over the batch, a batched one of two transposed operands, a grouped, strided,
+// dilated convolution and one with TensorFlow's SAME padding at stride 2 (more after than before).
+OpCase int8Products() {
+  ir::Graph g;
+  const auto input = [&g](const std::string& name, const ir::Shape& shape) {
+    return g.addInput(name, shape, DType::kInt8, ir::TensorRole::kInput);
+  };
+  g.markOutput(g.matmul("mm", input("a", {3, 7, 20}), g.addWeight("b", {20, 6}, DType::kInt8), false, false));
+  g.markOutput(g.matmul("mm.tt", input("c", {3, 20, 7}), input("d", {3, 5, 20}), true, true));
+  const int x = input("x", {2, 4, 9, 8});
+  ir::ConvGeometry conv;
+  conv.strides = {2, 1};
+  conv.pads = {1, 2, 0, 1};
+  conv.dilations = {1, 2};
+  conv.group = 2;
+  g.markOutput(g.conv("conv", x, g.addWeight("w", {6, 2, 3, 3}, DType::kInt8), conv));
+  ir::ConvGeometry same;
+  same.strides = {2, 2};
+  same.pads = {0, 1, 1, 2};
+  g.markOutput(g.conv("conv.same", x, g.addWeight("w2", {3, 4, 3, 3}, DType::kInt8), same));
+  return {"int8 MatMuls and convolutions into int32", g, randomFeeds(g, 11, -128, 128)};
+}
+
+// The model's step as `tpusim reference` builds it (`mode` training or inference).
+OpCase modelStep(const std::string& model, int64_t batch, const std::string& optimizer, const std::string& precision,
+                 const std::string& mode = "training") {
   RunRequest request;
   request.model_path = tpusim::testing::sourceDir() + "/traces/" + model;
+  request.mode = mode;
   request.batch = batch;
   request.optimizer = optimizer;
   request.precision = precision;
@@ -248,7 +274,8 @@ OpCase modelStep(const std::string& model, int64_t batch, const std::string& opt
   std::map<std::string, ir::TensorValue> given(inputs.begin(), inputs.end());
   const NamedValues weights = generatedWeights(built, 3);  // a shape-only model's, as tpusim reference makes them
   given.insert(weights.begin(), weights.end());
-  return {model + " training step, " + optimizer + ", " + precision, built.graph, completeFeeds(built, given)};
+  const std::string what = mode == "training" ? " training step, " + optimizer : " inference";
+  return {model + what + ", " + precision, built.graph, completeFeeds(built, given)};
 }
 
 }  // namespace
@@ -263,11 +290,13 @@ std::vector<OpCase> cudaOpCases() {
                             convolutionsAndPools(),
                             pools(),
                             lowPrecisionMatmuls(DType::kBF16),
-                            lowPrecisionMatmuls(DType::kF16)};
+                            lowPrecisionMatmuls(DType::kF16),
+                            int8Products()};
   for (const char* optimizer : {"sgd", "momentum", "adam", "adagrad", "lars"}) {
     cases.push_back(modelStep("mlp.onnx", 8, optimizer, "float32"));
   }
   for (const char* precision : {"mixed_bfloat16", "mixed_float16"}) cases.push_back(modelStep("mlp.onnx", 8, "adam", precision));
+  cases.push_back(modelStep("mlp.onnx", 8, "sgd", "int8", "inference"));  // int8 weights, activations quantized
   // Embedding tables looked up by ids the step picks out of one feature tensor (computed indices).
   cases.push_back(modelStep("dlrm.onnx", 2, "adagrad", "float32"));
   return cases;
