@@ -144,6 +144,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
     entry["op"] = op.name;
     entry["type"] = ir::opTypeName(op.type);
     entry["time_s"] = timed.op_seconds[i];
+    if (!timed.op_kernels.empty()) entry["kernel"] = timed.op_kernels[i];
     step += timed.op_seconds[i];
     per_op.push_back(entry);
   }

@@ -191,6 +191,7 @@ struct Replica {
   std::vector<Ref> refs;                 // by tensor id
   std::vector<cuda::OpLaunch> launches;  // by op; empty for a cross-replica AllReduce
   std::vector<cuda::KernelFault> faults;  // by op
+  std::vector<std::string> kernels;       // by op: what runs it
 };
 
 // After a run: the first op whose kernels reported a fault, with the CPU executor's error.
@@ -215,8 +216,10 @@ void checkKernelFaults(cuda::Device& device, const ir::Graph& graph, const Repli
   }
 }
 
+// `collective`: what all-reduces across the replicas, or null for one replica.
 Replica prepare(cuda::Device& device, const ir::Graph& graph, const std::vector<ir::TensorValue>& fed,
-                bool across_replicas) {
+                const cuda::Collective* collective) {
+  const bool across_replicas = collective != nullptr;
   Replica replica;
   replica.refs.resize(graph.tensors().size());
   // Every tensor's buffer for the whole step; a Reshape's output aliases its input (in graph order).
@@ -237,10 +240,12 @@ Replica prepare(cuda::Device& device, const ir::Graph& graph, const std::vector<
   }
   for (const ir::Op& op : graph.ops()) {
     try {
-      const bool collective = across_replicas && op.type == OpType::kAllReduce && op.replicas > 1;
-      cuda::PlannedOp planned = collective ? cuda::PlannedOp{} : cuda::planOp(device, graph, op, replica.refs);
+      const bool all_reduced = across_replicas && op.type == OpType::kAllReduce && op.replicas > 1;
+      cuda::PlannedOp planned =
+          all_reduced ? cuda::PlannedOp{{}, {}, collective->kernel()} : cuda::planOp(device, graph, op, replica.refs);
       replica.launches.push_back(std::move(planned.launch));
       replica.faults.push_back(planned.fault);
+      replica.kernels.push_back(std::move(planned.kernel));
     } catch (const Error& error) {
       throw error.within("op '" + op.name + "'");
     }
@@ -256,7 +261,8 @@ std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& d
   const size_t count = devices.size();
   const bool across = count > 1;
   std::vector<Replica> replicas;
-  for (size_t r = 0; r < count; ++r) replicas.push_back(prepare(*devices[r], m_graph, fed[r], across));
+  for (size_t r = 0; r < count; ++r)
+    replicas.push_back(prepare(*devices[r], m_graph, fed[r], across ? collective : nullptr));
 
   const size_t ops = m_graph.ops().size();
   std::vector<std::vector<std::vector<double>>> samples(count, std::vector<std::vector<double>>(ops));
@@ -299,6 +305,7 @@ std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& d
     }
     for (std::vector<double>& op_samples : samples[r]) timed[r].op_seconds.push_back(medianOf(op_samples));
     timed[r].device_peak_bytes = devices[r]->peakBytes();
+    timed[r].op_kernels = replicas[r].kernels;
   }
   return timed;
 }

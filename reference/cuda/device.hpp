@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "reference/cuda/kernels/losses.hpp"
@@ -65,6 +66,12 @@ class Device {
   virtual void pool(const PoolArgs& args) = 0;
   virtual void poolArgmax(const PoolArgs& args) = 0;
   virtual void poolGrad(const PoolArgs& args) = 0;  // dx: float sums
+
+  // What runs a planned call, for report.json's per_op[].kernel: a library's function and its
+  // configuration, or the project's kernel ("tpusim ... kernel").
+  virtual std::string gemmKernel(const GemmArgs& args) const = 0;
+  virtual std::string convKernel(const ConvArgs& args) const = 0;
+  virtual std::string poolKernel(const PoolArgs& args) const = 0;
 };
 
 // A sum across a group of devices (data parallel's gradient all-reduce): outputs[r] on
@@ -73,6 +80,7 @@ class Collective {
  public:
   virtual ~Collective() = default;
   virtual void allReduceSum(const std::vector<Ref>& inputs, const std::vector<Ref>& outputs, int64_t count) = 0;
+  virtual std::string kernel() const = 0;  // what runs the all-reduce, as Device::gemmKernel says
 };
 
 struct DeviceGroup {

@@ -82,6 +82,7 @@ struct ConvPlan {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
   int algorithm = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
   size_t workspace_bytes = 0;
 };
 
@@ -100,6 +101,34 @@ struct Int8GemmPlan {
   int32_t* c = nullptr;
   int64_t a_count = 0, b_count = 0, c_count = 0;
 };
+
+// cuDNN's names of its algorithms (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t), by pass and value.
+std::string convAlgorithmName(ConvPass pass, int algorithm) {
+  static const char* const forward[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT", "FFT", "FFT_TILING",
+                                        "WINOGRAD",      "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {"ALGO_0",    "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED",
+                                       "FFT_TILING"};
+  const auto named = [algorithm](const char* const* names, int count) {
+    return algorithm >= 0 && algorithm < count ? std::string(names[algorithm])
+                                               : "algorithm " + std::to_string(algorithm);
+  };
+  switch (pass) {
+    case ConvPass::kForward: return "cudnnConvolutionForward " + named(forward, 8);
+    case ConvPass::kGradInput: return "cudnnConvolutionBackwardData " + named(data, 6);
+    case ConvPass::kGradWeight: return "cudnnConvolutionBackwardFilter " + named(filter, 7);
+  }
+  return "";
+}
+
+const char* mathName(cudnnMathType_t math) {
+  switch (math) {
+    case CUDNN_FMA_MATH: return "FMA math";
+    case CUDNN_TENSOR_OP_MATH: return "tensor-op math";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor-op math with conversion";
+    default: return "default math";
+  }
+}
 
 // An algorithm to try, with the math type and workspace cuDNN's ranking gave it.
 struct ConvCandidate {
@@ -363,6 +392,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
       bytes = std::max(bytes, candidate.workspace_bytes);
       if (bytes > free / kWorkspaceShareDivisor) continue;
       plan.algorithm = candidate.algorithm;
+      plan.math = f32 ? CUDNN_FMA_MATH : candidate.math;
       plan.workspace_bytes = bytes;
       chosen = true;
       break;
@@ -411,6 +441,28 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
               "convolution backward filter");
         return;
     }
+  }
+
+  std::string gemmKernel(const GemmArgs& g) const override {
+    if (g.batch * g.m * g.n == 0) return "none (an empty output)";
+    if (g.k == 0) return "cudaMemsetAsync (an empty sum: zeros)";
+    if (multipliesInt8(g.a)) {
+      return g.plan >= 0 ? "cuBLAS cublasGemmStridedBatchedEx (int8 into int32, COMPUTE_32I), with tpusim pack and "
+                           "widen kernels"
+                         : "tpusim int8 GEMM kernel (cuBLAS declined the shapes)";
+    }
+    return g.c.elem == Elem::kF32 ? "cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)"
+                                  : "cuBLAS cublasGemmStridedBatchedEx (tensor cores, COMPUTE_32F)";
+  }
+
+  std::string convKernel(const ConvArgs& c) const override {
+    if (multipliesInt8(c.x)) return "tpusim int8 convolution kernel";
+    const ConvPlan& plan = m_plans.at(static_cast<size_t>(c.plan));
+    return "cuDNN " + convAlgorithmName(c.pass, plan.algorithm) + ", " + mathName(plan.math);
+  }
+
+  std::string poolKernel(const PoolArgs& p) const override {
+    return p.plan >= 0 ? "cuDNN cudnnPoolingForward" : "tpusim pooling kernel";
   }
 
   int64_t reduceChunk(int64_t outputs, int64_t terms) const override {
@@ -573,6 +625,8 @@ class NcclCollective : public Collective {
     }
     check(ncclGroupEnd(), "ending a group");
   }
+
+  std::string kernel() const override { return "NCCL ncclAllReduce (sum)"; }
 
  private:
   std::vector<GpuDevice*> m_devices;

@@ -52,6 +52,15 @@ void HostDevice::gemm(const GemmArgs& g) {
   }
 }
 
+std::string HostDevice::gemmKernel(const GemmArgs& g) const {
+  return multipliesInt8(g.a) ? "tpusim int8 GEMM kernel" : "host: the CPU executor's GEMM loop (in place of cuBLAS)";
+}
+
+std::string HostDevice::convKernel(const ConvArgs& c) const {
+  return multipliesInt8(c.x) ? "tpusim int8 convolution kernel"
+                             : "host: the CPU executor's convolution loops (in place of cuDNN)";
+}
+
 namespace {
 
 size_t countOf(const int64_t* dims) { return static_cast<size_t>(dims[0] * dims[1] * dims[2] * dims[3]); }

@@ -35,6 +35,9 @@ class HostDevice : public FunctorDevice<HostDevice> {
   int planConv(const ConvArgs&) override { return 0; }
   void conv(const ConvArgs& args) override;
   int planPool(const PoolArgs&) override { return -1; }  // the project's kernel, as the CPU pools
+  std::string gemmKernel(const GemmArgs& args) const override;
+  std::string convKernel(const ConvArgs& args) const override;
+  std::string poolKernel(const PoolArgs&) const override { return "tpusim pooling kernel"; }
   int64_t reduceChunk(int64_t, int64_t terms) const override { return terms > m_reduce_chunk ? m_reduce_chunk : 0; }
 
   template <typename Functor>
@@ -54,6 +57,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
 class HostCollective : public Collective {
  public:
   void allReduceSum(const std::vector<Ref>& inputs, const std::vector<Ref>& outputs, int64_t count) override;
+  std::string kernel() const override { return "host: float sums in replica order (in place of NCCL)"; }
 };
 
 }  // namespace tpusim::reference::cuda

@@ -44,8 +44,9 @@ class Planner {
   Planner(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs)
       : m_device(device), m_graph(graph), m_op(op), m_refs(refs) {}
 
-  // Where the op's kernels report a fault, once plan() has run.
+  // Where the op's kernels report a fault, and what runs it, once plan() has run.
   const KernelFault& fault() const { return m_fault; }
+  const std::string& kernel() const { return m_kernel; }
 
   OpLaunch plan() {
     switch (m_op.type) {
@@ -95,7 +96,7 @@ class Planner {
       case OpType::kPool:
       case OpType::kPoolArgmax:
       case OpType::kPoolGrad: return pool();
-      case OpType::kReshape: return [](Device&) {};  // its output aliases its input
+      case OpType::kReshape: return aliased();
     }
     throw Error(ErrorKind::kInternal, "no CUDA launch for op type " + std::string(ir::opTypeName(m_op.type)));
   }
@@ -150,6 +151,11 @@ class Planner {
     return slot;
   }
 
+  OpLaunch aliased() {  // a Reshape: its output aliases its input
+    m_kernel = "none: its output aliases its input";
+    return [](Device&) {};
+  }
+
   OpLaunch matmul() {
     GemmArgs g;
     const ir::Shape& a = shape(input(0));
@@ -167,6 +173,7 @@ class Planner {
     g.a_stride = a.size() > 2 ? g.m * g.k : 0;
     g.b_stride = b.size() > 2 ? g.k * g.n : 0;
     if (multipliesInt8(g.a)) g.plan = m_device.planGemm(g);
+    m_kernel = m_device.gemmKernel(g);
     return [g](Device& device) { device.gemm(g); };
   }
 
@@ -202,6 +209,7 @@ class Planner {
     // An int8 convolution is the project's kernel, which takes every padding as it is.
     if (multipliesInt8(c.x)) {
       std::copy(pads.begin(), pads.end(), c.pads);
+      m_kernel = m_device.convKernel(c);
       return [c](Device& device) { device.conv(c); };
     }
     // cuDNN pads both sides of a dimension alike. Where one side has more (TensorFlow's SAME
@@ -216,6 +224,7 @@ class Planner {
     }
     if (grown[0] == 0 && grown[1] == 0) {
       c.plan = m_device.planConv(c);
+      m_kernel = m_device.convKernel(c);
       return [c](Device& device) { device.conv(c); };
     }
     const ir::Shape& real = shape(x);
@@ -232,6 +241,7 @@ class Planner {
     place.out_strides = padded_strides;
     place.in_strides = rowMajor(real);
     c.plan = m_device.planConv(c);
+    m_kernel = m_device.convKernel(c) + ", with a tpusim copy for the uneven pads";
     if (c.pass == ConvPass::kGradInput) {  // dx of the padded x, then its interior
       CopyArgs crop = place;
       std::swap(crop.in_base, crop.out_base);
@@ -510,6 +520,7 @@ class Planner {
     if (m_op.type == OpType::kPool) {
       p.y = ref(output());
       p.plan = m_device.planPool(p);
+      m_kernel = m_device.poolKernel(p);
       return [p](Device& device) { device.pool(p); };
     }
     if (m_op.type == OpType::kPoolArgmax) {
@@ -531,6 +542,7 @@ class Planner {
   const ir::Op& m_op;
   const std::vector<Ref>& m_refs;
   KernelFault m_fault;  // set by faultSlot
+  std::string m_kernel = "tpusim kernel";  // set where a library (or no kernel) runs the op
 };
 
 }  // namespace
@@ -538,7 +550,7 @@ class Planner {
 PlannedOp planOp(Device& device, const ir::Graph& graph, const ir::Op& op, const std::vector<Ref>& refs) {
   Planner planner(device, graph, op, refs);
   OpLaunch launch = planner.plan();
-  return {std::move(launch), planner.fault()};
+  return {std::move(launch), planner.fault(), planner.kernel()};
 }
 
 }  // namespace tpusim::reference::cuda

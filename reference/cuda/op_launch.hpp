@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
@@ -29,6 +30,7 @@ struct KernelFault {
 struct PlannedOp {
   OpLaunch launch;
   KernelFault fault;
+  std::string kernel;  // what runs it (report.json's per_op[].kernel): Device::gemmKernel and the like
 };
 
 // `refs` holds every tensor's device buffer by tensor id; `op` passed unsupportedReason().

@@ -30,6 +30,7 @@ def test_cpu_reference_report_has_a_timed_row_per_op(tpusim_bin, tmp_path):
     assert report["timing"]["warmup"] == 1 and report["timing"]["repeats"] == 3
     ops = report["per_op"]
     assert ops[0]["op"] == "/0/Gemm" and all(op["time_s"] > 0 for op in ops)
+    assert all("kernel" not in op for op in ops)  # CUDA only: the CPU runs the executor's own loops
     assert report["step_time_s"] == sum(op["time_s"] for op in ops)
     assert report["peak_memory_bytes"] > 784 * 8 * 4  # at least the f32 image batch
     assert report["peak_memory_method"].startswith("every tensor at its dtype's size")
@@ -81,6 +82,7 @@ def test_cuda_backend_runs_or_says_why_not(tpusim_bin, tmp_path):
         report = json.loads((tmp_path / "report.json").read_text())
         assert report["backend"] == "cuda" and "CUDA events" in report["timing"]["method"]
         assert report["per_op"] and all(op["time_s"] > 0 for op in report["per_op"])
+        assert all(op["kernel"] for op in report["per_op"])  # what ran each op: cuBLAS, cuDNN or tpusim's
         return
     assert result.returncode in (4, 6), result.stderr
     expected = "no CUDA device found" if result.returncode == 6 else "built without CUDA"
@@ -117,7 +119,8 @@ def test_cuda_backend_takes_int8_inference(tpusim_bin, tmp_path):
     assert "cannot run op" not in result.stderr, result.stderr
     if result.returncode == 0:
         report = json.loads((tmp_path / "report.json").read_text())
-        assert any(op["type"] == "MatMul" for op in report["per_op"])
+        matmuls = [op["kernel"] for op in report["per_op"] if op["type"] == "MatMul"]
+        assert matmuls and all("int8" in kernel for kernel in matmuls), matmuls
 
 
 def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):

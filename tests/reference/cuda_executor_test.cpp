@@ -201,6 +201,15 @@ TEST(CudaExecutor, RunsASmallTrainingStepLikeTheCpuExecutor) {
       EXPECT_GT(gpu.op_seconds[i], 0.0) << g.ops()[i].name;
     }
   }
+  ASSERT_EQ(gpu.op_kernels.size(), g.ops().size());
+  for (size_t i = 0; i < g.ops().size(); ++i) {
+    const std::string& kernel = gpu.op_kernels[i];
+    if (g.ops()[i].type == ir::OpType::kMatMul) {
+      EXPECT_EQ(kernel, "cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)") << g.ops()[i].name;
+    } else if (g.ops()[i].type != ir::OpType::kReshape) {
+      EXPECT_EQ(kernel, "tpusim kernel") << g.ops()[i].name;
+    }
+  }
   for (const ir::Tensor& tensor : g.tensors()) {
     const ir::TensorValue& a = gpu.values[static_cast<size_t>(tensor.id)];
     const ir::TensorValue& b = cpu[static_cast<size_t>(tensor.id)];

@@ -5,6 +5,8 @@
 // GPU's exp and log differ in the last bits: cuda_executor_test.cpp bounds those.)
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -222,6 +224,45 @@ TEST(CudaHostDevice, PacksInt8OperandsIntoBytesAndWidensInt32SumsBack) {
   EXPECT_EQ(widened, (std::vector<int64_t>{INT32_MIN, -1, INT32_MAX, 7}));
 }
 
+// report.json's per_op[].kernel: what ran each op. On the host device, the CPU executor's loops
+// stand in for cuBLAS and cuDNN, and the project's kernels run as they would on a GPU.
+TEST(CudaHostDevice, NamesWhatRunsEachOp) {
+  ir::Graph step;
+  const int a = step.addInput("a", {2, 3}, DType::kF32, ir::TensorRole::kInput);
+  const int sum = step.add("add", step.matmul("mm", a, step.addWeight("w", {3, 3}, DType::kF32), false, false), a);
+  step.markOutput(step.reshape("flat", sum, {6}));
+  step.markOutput(step.matmul("mm.int8", step.addInput("i", {2, 5}, DType::kInt8, ir::TensorRole::kInput),
+                              step.addWeight("j", {5, 2}, DType::kInt8), false, false));
+  const int image = step.addInput("image", {1, 2, 6, 6}, DType::kF32, ir::TensorRole::kInput);
+  const int filter = step.addWeight("filter", {2, 2, 3, 3}, DType::kF32);
+  ir::ConvGeometry even;
+  even.pads = {1, 1, 1, 1};
+  step.markOutput(step.conv("conv", image, filter, even));
+  ir::ConvGeometry same;
+  same.strides = {2, 2};
+  same.pads = {0, 0, 1, 1};
+  step.markOutput(step.conv("conv.same", image, filter, same));
+  ir::PoolGeometry pool;
+  pool.kernel = {2, 2};
+  pool.strides = {2, 2};
+  pool.pads = {0, 0, 0, 0};
+  pool.dilations = {1, 1};
+  step.markOutput(step.pool("pool", image, pool));
+  const TimedRun run = onHost(step, randomFeeds(step, 5));
+  ASSERT_EQ(run.op_kernels.size(), step.ops().size());
+  std::map<std::string, std::string> kernels;
+  for (size_t i = 0; i < step.ops().size(); ++i) kernels[step.ops()[i].name] = run.op_kernels[i];
+  EXPECT_EQ(kernels["mm"], "host: the CPU executor's GEMM loop (in place of cuBLAS)");
+  EXPECT_EQ(kernels["add"], "tpusim kernel");
+  EXPECT_EQ(kernels["flat"], "none: its output aliases its input");
+  EXPECT_EQ(kernels["mm.int8"], "tpusim int8 GEMM kernel");
+  EXPECT_EQ(kernels["conv"], "host: the CPU executor's convolution loops (in place of cuDNN)");
+  EXPECT_EQ(kernels["conv.same"],
+            "host: the CPU executor's convolution loops (in place of cuDNN), with a tpusim copy for the uneven pads");
+  EXPECT_EQ(kernels["pool"], "tpusim pooling kernel");
+  EXPECT_TRUE(CpuExecutor(step, {}).runTimed(randomFeeds(step, 5), {0, 1}).op_kernels.empty());
+}
+
 TEST(CudaHostDevice, RefusesWhatTheGpuCannotRunNamingTheOp) {
   ir::Graph f64;
   const int x = f64.addInput("x", {4}, DType::kF64, ir::TensorRole::kInput);
@@ -303,9 +344,11 @@ TEST(CudaHostDevice, RunsDataParallelReplicasWithTheirGradientsSummedAcrossThem)
   const std::vector<TimedRun> runs = CudaExecutor(graph, 2).runReplicasOn(group, feeds, {0, 1});
   ASSERT_EQ(runs.size(), 2u);
   int reduced = 0;
-  for (const ir::Op& op : graph.ops()) {
+  for (size_t o = 0; o < graph.ops().size(); ++o) {
+    const ir::Op& op = graph.ops()[o];
     if (op.type != ir::OpType::kAllReduce) continue;
     ++reduced;
+    EXPECT_EQ(runs[1].op_kernels[o], "host: float sums in replica order (in place of NCCL)") << op.name;
     // Each replica's gradient differs (other inputs); the reduced one is their sum, the same on both.
     const auto in = static_cast<size_t>(op.inputs[0]), out = static_cast<size_t>(op.outputs[0]);
     EXPECT_NE(runs[0].values[in].floats, runs[1].values[in].floats) << op.name;
