@@ -98,6 +98,7 @@ PerOpTable perOpTable(const Json& sim, const Json& ref) {
     }
     row["flops"] = op.at("flops");
     row["hbm_bytes"] = op.at("hbm_bytes");
+    row["ref_kernel"] = found == ref_index.end() ? Json() : ref_ops[found->second].value("kernel", Json());
     table.rows.push_back(row);
   }
   for (const Json& op : ref_ops) {
@@ -113,6 +114,7 @@ PerOpTable perOpTable(const Json& sim, const Json& ref) {
     row["ratio"] = nullptr;
     row["flops"] = nullptr;
     row["hbm_bytes"] = nullptr;
+    row["ref_kernel"] = op.value("kernel", Json());
     table.rows.push_back(row);
   }
   Json& s = table.summary;

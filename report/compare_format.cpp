@@ -10,7 +10,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kPerOpColumns[] = {"op",         "type",  "status", "sim_cycles", "sim_time_s",
-                                         "ref_time_s", "ratio", "flops",  "hbm_bytes"};
+                                         "ref_time_s", "ratio", "flops",  "hbm_bytes",  "ref_kernel"};
 constexpr const char* kNumericsColumns[] = {"output",
                                             "op",
                                             "status",
@@ -81,18 +81,22 @@ std::string comparisonText(const Json& c) {
                 number(s["matched_ratio"], "%.1f").c_str());
   out << line;
   out << "  sim cycles: what the op's busiest unit kind needs; ratio: measured / simulated time\n";
-  std::snprintf(line, sizeof(line), "  %-28s %-24s %-15s %10s %10s %12s %9s %12s %12s\n", "op", "type", "status",
+  // A CUDA reference says what ran each op (cuBLAS, cuDNN, tpusim's kernels): a last column.
+  bool kernels = false;
+  for (const Json& row : c["per_op"]) kernels = kernels || !row.value("ref_kernel", Json()).is_null();
+  std::snprintf(line, sizeof(line), "  %-28s %-24s %-15s %10s %10s %12s %9s %12s %12s", "op", "type", "status",
                 "sim cycles", "sim us", "measured us", "ratio", "flops", "hbm bytes");
-  out << line;
+  out << line << (kernels ? "  ran as\n" : "\n");
   for (const Json& row : c["per_op"]) {
     const auto integer = [](const Json& value) { return value.is_null() ? std::string("-") : value.dump(); };
-    std::snprintf(line, sizeof(line), "  %-28s %-24s %-15s %10s %10s %12s %9s %12s %12s\n",
+    std::snprintf(line, sizeof(line), "  %-28s %-24s %-15s %10s %10s %12s %9s %12s %12s",
                   row["op"].get<std::string>().c_str(), row["type"].get<std::string>().c_str(),
                   row["status"].get<std::string>().c_str(), integer(row["sim_cycles"]).c_str(),
                   number(row["sim_time_s"], "%.3f", 1e6).c_str(), number(row["ref_time_s"], "%.1f", 1e6).c_str(),
                   number(row["ratio"], "%.1f").c_str(), integer(row["flops"]).c_str(),
                   integer(row["hbm_bytes"]).c_str());
-    out << line;
+    const Json kernel = row.value("ref_kernel", Json());
+    out << line << (kernels ? "  " + (kernel.is_null() ? std::string("-") : kernel.get<std::string>()) : "") << "\n";
   }
   const Json& n = c["numerics"];
   if (n.is_null()) {

@@ -11,7 +11,8 @@ namespace tpusim {
 
 std::string comparisonText(const nlohmann::ordered_json& comparison);
 
-// compare.csv: op,type,status,sim_cycles,sim_time_s,ref_time_s,ratio,flops,hbm_bytes
+// compare.csv: op,type,status,sim_cycles,sim_time_s,ref_time_s,ratio,flops,hbm_bytes,ref_kernel
+// (ref_kernel: what ran the op, where a CUDA reference says; empty otherwise)
 std::string perOpCsv(const nlohmann::ordered_json& comparison);
 
 // numerics.csv: output,op,status,precision,elements,max_abs_error,max_rel_error,normwise_rel_error,

@@ -81,7 +81,7 @@ nlohmann::ordered_json linkRows(const nlohmann::ordered_json& report) {
 }
 
 const char* const kCompareColumns[] = {"op",         "type",  "status", "sim_cycles", "sim_time_s",
-                                       "ref_time_s", "ratio", "flops",  "hbm_bytes"};
+                                       "ref_time_s", "ratio", "flops",  "hbm_bytes",  "ref_kernel"};
 const char* const kNumericsColumns[] = {"output",        "op",
                                         "status",        "precision",
                                         "elements",      "max_abs_error",

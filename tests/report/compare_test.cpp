@@ -68,9 +68,10 @@ TEST(Compare, JoinsPerOpRowsByNameAndListsOneSidedOps) {
 TEST(Compare, CsvQuotesNamesAndLeavesMissingCellsEmpty) {
   const Json c = buildComparison(simReport(), refReport(), Json::array());
   const std::string csv = perOpCsv(c);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "op,type,status,sim_cycles,sim_time_s,ref_time_s,ratio,flops,hbm_bytes");
-  EXPECT_NE(csv.find("\n\"fused,b\",Add,matched,0,0.0,0.001,,4,8\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\nd,Transpose,reference only,,,0.004,,,\n"), std::string::npos) << csv;
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "op,type,status,sim_cycles,sim_time_s,ref_time_s,ratio,flops,hbm_bytes,ref_kernel");
+  EXPECT_NE(csv.find("\n\"fused,b\",Add,matched,0,0.0,0.001,,4,8,\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nd,Transpose,reference only,,,0.004,,,,\n"), std::string::npos) << csv;
   EXPECT_EQ(
       numericsCsv(c),
       "output,op,status,precision,elements,max_abs_error,max_rel_error,normwise_rel_error,nonfinite_mismatches\n");
@@ -155,6 +156,27 @@ TEST(Compare, NamesTheGpuLibrariesWhereTheReferenceRecordsThem) {
   EXPECT_NE(
       comparisonText(c).find("libraries    driver 13.0, runtime 13.0, cuBLAS 13.0.2, cuDNN 9.19.0, NCCL 2.28.3\n"),
       std::string::npos);
+}
+
+// A CUDA reference's per_op rows say what ran each op: the comparison carries it (ref_kernel) and
+// the text table gains a last column; a CPU reference's rows have none, and the table no column.
+TEST(Compare, CarriesWhatRanEachOpWhereTheReferenceSaysIt) {
+  const Json plain = buildComparison(simReport(), refReport(), Json());
+  EXPECT_TRUE(plain["per_op"][0]["ref_kernel"].is_null());
+  EXPECT_EQ(comparisonText(plain).find("ran as"), std::string::npos);
+  Json ref = refReport();
+  ref["backend"] = "cuda";
+  ref["per_op"][0]["kernel"] = "cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)";
+  ref["per_op"][2]["kernel"] = "tpusim kernel";
+  const Json c = buildComparison(simReport(), ref, Json());
+  EXPECT_EQ(c["per_op"][0]["ref_kernel"], "cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)");
+  EXPECT_TRUE(c["per_op"][1]["ref_kernel"].is_null());       // the reference row has no kernel
+  EXPECT_EQ(c["per_op"][3]["ref_kernel"], "tpusim kernel");  // d: the reference's only
+  const std::string text = comparisonText(c);
+  EXPECT_NE(text.find("hbm bytes  ran as\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)\n"), std::string::npos) << text;
+  const std::string csv = perOpCsv(c);
+  EXPECT_NE(csv.find(",cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)\n"), std::string::npos) << csv;
 }
 
 TEST(Compare, SameReportsGiveTheSameText) {
