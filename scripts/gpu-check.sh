@@ -96,6 +96,16 @@ step() {
 
 note() { echo "$*" | tee -a "$summary"; }
 
+# One summary line of what ran a CUDA reference's ops (report.json's per_op[].kernel), counted, most
+# first: whether cuDNN took the poolings, which convolution algorithms were chosen, whether cuBLAS
+# took the int8 GEMMs.
+ran_as() {
+  local counts
+  counts=$(grep -o '"kernel": *"[^"]*"' "$2" | sed 's/^"kernel": *"//; s/"$//' | sort | uniq -c | sort -k1,1nr -k2 |
+    awk '{ n = $1; sub(/^ *[0-9]+ /, ""); printf "%s%d x %s", (NR > 1 ? "; " : ""), n, $0 }')
+  note "$1: ran as: ${counts:-no per_op kernel field}"
+}
+
 {
   echo "tpusim gpu-check, $(date -u +%Y-%m-%dT%H:%M:%SZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
   echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2 | sed 's/^ //')"
@@ -269,6 +279,7 @@ for spec in "mlp mlp training 8 float32 functional cpu" "mlp-bf16 mlp training 8
     [[ "$backend" == cpu ]] && threads=(--threads "$jobs")
     if step "$name-reference-$backend" 120 "$tpusim" reference "$trace" --mode "$mode" --batch "$batch" \
       --precision "$precision" --backend "$backend" "${threads[@]}" --seed "$seed" --out "$dir/$backend"; then
+      [[ "$backend" == cuda ]] && ran_as "$name" "$dir/cuda/report.json"
       step "$name-compare-$backend" 60 "$tpusim" compare "$dir/sim/report.json" "$dir/$backend/report.json" \
         --out "$dir/compare-$backend"
     fi
