@@ -238,7 +238,8 @@ OpCase lowPrecisionMatmuls(DType dtype) {
 
 // int8 x int8 products summed into int32 (--precision int8) over int8's whole range: a MatMul
 // repeating one matrix over the batch, a batched one of two transposed operands, a grouped, strided,
-// dilated convolution and one with TensorFlow's SAME padding at stride 2 (more after than before).
+// dilated convolution, one with TensorFlow's SAME padding at stride 2 (more after than before), and
+// a MatMul whose sum wraps past int32's range (on a GPU: whether cuBLAS's int8 GEMM wraps as the CPU does).
 OpCase int8Products() {
   ir::Graph g;
   const auto input = [&g](const std::string& name, const ir::Shape& shape) {
@@ -257,7 +258,13 @@ OpCase int8Products() {
   same.strides = {2, 2};
   same.pads = {0, 1, 1, 2};
   g.markOutput(g.conv("conv.same", x, g.addWeight("w2", {3, 4, 3, 3}, DType::kInt8), same));
-  return {"int8 MatMuls and convolutions into int32", g, randomFeeds(g, 11, -128, 128)};
+  // Sums past int32's range, which wrap: 140000 products of -128 x -128 are 2293760000, -2001207296 in int32.
+  constexpr int64_t kTerms = 140000;
+  g.markOutput(
+      g.matmul("mm.wraps", input("long", {1, kTerms}), g.addWeight("long.w", {kTerms, 1}, DType::kInt8), false, false));
+  Feeds feeds = randomFeeds(g, 11, -128, 128);
+  for (const char* name : {"long", "long.w"}) feeds[name].ints.assign(static_cast<size_t>(kTerms), -128);
+  return {"int8 MatMuls and convolutions into int32", g, feeds};
 }
 
 // The model's step as `tpusim reference` builds it (`mode` training or inference).
