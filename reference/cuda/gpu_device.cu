@@ -413,7 +413,7 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
   }
 
   void conv(const ConvArgs& c) override {
-    // cuDNN takes int8 convolutions in NHWC only, with channels a multiple of 4: the project's kernel.
+    // cuDNN takes int8 convolutions in NHWC layouts, and the executor holds NCHW: the project's kernel.
     if (multipliesInt8(c.x)) {
       int8Conv(c);
       return;
