@@ -83,7 +83,7 @@ std::string comparisonText(const Json& c) {
   out << "  sim cycles: what the op's busiest unit kind needs; ratio: measured / simulated time\n";
   // A CUDA reference says what ran each op (cuBLAS, cuDNN, tpusim's kernels): a last column.
   bool kernels = false;
-  for (const Json& row : c["per_op"]) kernels = kernels || !row.value("ref_kernel", Json()).is_null();
+  for (const Json& row : c["per_op"]) kernels = kernels || !row.at("ref_kernel").is_null();
   std::snprintf(line, sizeof(line), "  %-28s %-24s %-15s %10s %10s %12s %9s %12s %12s", "op", "type", "status",
                 "sim cycles", "sim us", "measured us", "ratio", "flops", "hbm bytes");
   out << line << (kernels ? "  ran as\n" : "\n");
@@ -95,7 +95,7 @@ std::string comparisonText(const Json& c) {
                   number(row["sim_time_s"], "%.3f", 1e6).c_str(), number(row["ref_time_s"], "%.1f", 1e6).c_str(),
                   number(row["ratio"], "%.1f").c_str(), integer(row["flops"]).c_str(),
                   integer(row["hbm_bytes"]).c_str());
-    const Json kernel = row.value("ref_kernel", Json());
+    const Json& kernel = row.at("ref_kernel");
     out << line << (kernels ? "  " + (kernel.is_null() ? std::string("-") : kernel.get<std::string>()) : "") << "\n";
   }
   const Json& n = c["numerics"];

@@ -21,6 +21,12 @@
 
 namespace tpusim::reference::cuda {
 
+// What report.json's per_op[].kernel calls the project's own kernels (Device::gemmKernel and the like).
+inline constexpr const char* kProjectKernel = "tpusim kernel";
+inline constexpr const char* kInt8GemmKernel = "tpusim int8 GEMM kernel";
+inline constexpr const char* kInt8ConvKernel = "tpusim int8 convolution kernel";
+inline constexpr const char* kPoolKernel = "tpusim pooling kernel";
+
 class Device {
  public:
   virtual ~Device() = default;

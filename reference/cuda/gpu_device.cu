@@ -449,20 +449,20 @@ class GpuDevice : public FunctorDevice<GpuDevice> {
     if (multipliesInt8(g.a)) {
       return g.plan >= 0 ? "cuBLAS cublasGemmStridedBatchedEx (int8 into int32, COMPUTE_32I), with tpusim pack and "
                            "widen kernels"
-                         : "tpusim int8 GEMM kernel (cuBLAS declined the shapes)";
+                         : std::string(kInt8GemmKernel) + " (cuBLAS declined the shapes)";
     }
     return g.c.elem == Elem::kF32 ? "cuBLAS cublasSgemmStridedBatched (pedantic math: no TF32)"
                                   : "cuBLAS cublasGemmStridedBatchedEx (tensor cores, COMPUTE_32F)";
   }
 
   std::string convKernel(const ConvArgs& c) const override {
-    if (multipliesInt8(c.x)) return "tpusim int8 convolution kernel";
+    if (multipliesInt8(c.x)) return kInt8ConvKernel;
     const ConvPlan& plan = m_plans.at(static_cast<size_t>(c.plan));
     return "cuDNN " + convAlgorithmName(c.pass, plan.algorithm) + ", " + mathName(plan.math);
   }
 
   std::string poolKernel(const PoolArgs& p) const override {
-    return p.plan >= 0 ? "cuDNN cudnnPoolingForward" : "tpusim pooling kernel";
+    return p.plan >= 0 ? "cuDNN cudnnPoolingForward" : kPoolKernel;
   }
 
   int64_t reduceChunk(int64_t outputs, int64_t terms) const override {

@@ -36,15 +36,14 @@ void HostDevice::gemm(const GemmArgs& g) {
     return;
   }
   // The CPU executor's order (reference/cpu/kernels.hpp): each element sums k terms in float, in order.
-  const int64_t a_row = g.transpose_a ? 1 : g.k, a_inner = g.transpose_a ? g.m : 1;
-  const int64_t b_inner = g.transpose_b ? 1 : g.n, b_col = g.transpose_b ? g.k : 1;
+  const GemmLayout l(g);
   for (int64_t e = 0; e < g.batch; ++e) {
     for (int64_t row = 0; row < g.m; ++row) {
       for (int64_t col = 0; col < g.n; ++col) {
         float sum = 0;
         for (int64_t i = 0; i < g.k; ++i) {
-          sum += loadFloat(g.a, e * g.a_stride + row * a_row + i * a_inner) *
-                 loadFloat(g.b, e * g.b_stride + i * b_inner + col * b_col);
+          sum += loadFloat(g.a, e * g.a_stride + row * l.a_row + i * l.a_inner) *
+                 loadFloat(g.b, e * g.b_stride + i * l.b_inner + col * l.b_col);
         }
         storeFloat(g.c, (e * g.m + row) * g.n + col, sum);
       }
@@ -53,12 +52,11 @@ void HostDevice::gemm(const GemmArgs& g) {
 }
 
 std::string HostDevice::gemmKernel(const GemmArgs& g) const {
-  return multipliesInt8(g.a) ? "tpusim int8 GEMM kernel" : "host: the CPU executor's GEMM loop (in place of cuBLAS)";
+  return multipliesInt8(g.a) ? kInt8GemmKernel : "host: the CPU executor's GEMM loop (in place of cuBLAS)";
 }
 
 std::string HostDevice::convKernel(const ConvArgs& c) const {
-  return multipliesInt8(c.x) ? "tpusim int8 convolution kernel"
-                             : "host: the CPU executor's convolution loops (in place of cuDNN)";
+  return multipliesInt8(c.x) ? kInt8ConvKernel : "host: the CPU executor's convolution loops (in place of cuDNN)";
 }
 
 namespace {

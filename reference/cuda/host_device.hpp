@@ -37,7 +37,7 @@ class HostDevice : public FunctorDevice<HostDevice> {
   int planPool(const PoolArgs&) override { return -1; }  // the project's kernel, as the CPU pools
   std::string gemmKernel(const GemmArgs& args) const override;
   std::string convKernel(const ConvArgs& args) const override;
-  std::string poolKernel(const PoolArgs&) const override { return "tpusim pooling kernel"; }
+  std::string poolKernel(const PoolArgs&) const override { return kPoolKernel; }
   int64_t reduceChunk(int64_t, int64_t terms) const override { return terms > m_reduce_chunk ? m_reduce_chunk : 0; }
 
   template <typename Functor>

@@ -542,7 +542,7 @@ class Planner {
   const ir::Op& m_op;
   const std::vector<Ref>& m_refs;
   KernelFault m_fault;  // set by faultSlot
-  std::string m_kernel = "tpusim kernel";  // set where a library (or no kernel) runs the op
+  std::string m_kernel = kProjectKernel;  // set where a library (or no kernel) runs the op
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "reference/cuda/op_support.hpp"
 
+#include "reference/cpu/mxu_gemm.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::reference::cuda {
@@ -21,10 +22,9 @@ bool allFloating(const ir::Graph& graph, const ir::Op& op) {
 // The batch dimensions of a MatMul operand: all but the last two.
 ir::Shape batchDims(const ir::Shape& shape) { return ir::Shape(shape.begin(), shape.end() - 2); }
 
-// int8 operands summed into an int32 output (--precision int8), as the graph builds them.
+// int8 operands summed into an int32 output (--precision int8), as the CPU executor tells them.
 bool int8Product(const ir::Graph& graph, const ir::Op& op) {
-  return dtypeOf(graph, op.inputs[0]) == DType::kInt8 && dtypeOf(graph, op.inputs[1]) == DType::kInt8 &&
-         dtypeOf(graph, op.outputs[0]) == DType::kInt32;
+  return isInt8Product(op, dtypeOf(graph, op.inputs[0]));
 }
 
 std::string matmulReason(const ir::Graph& graph, const ir::Op& op) {
@@ -49,7 +49,7 @@ std::string matmulReason(const ir::Graph& graph, const ir::Op& op) {
 
 std::string convReason(const ir::Graph& graph, const ir::Op& op) {
   const DType dtype = dtypeOf(graph, op.outputs[0]);
-  const bool int8 = op.type == OpType::kConv && int8Product(graph, op);
+  const bool int8 = int8Product(graph, op);  // a Conv's (its gradients are never int8)
   if (!int8 && dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16)
     return "the CUDA convolutions take f32, bf16 or f16, or (forward) int8 into int32, not " +
            std::string(dtypeName(dtype));

@@ -19,12 +19,11 @@ struct Int8GemmKernel {
   TPUSIM_HD void operator()(int64_t i) const {
     const GemmArgs& g = args;
     const int64_t e = i / (g.m * g.n), row = i / g.n % g.m, col = i % g.n;
-    const int64_t a_row = g.transpose_a ? 1 : g.k, a_inner = g.transpose_a ? g.m : 1;
-    const int64_t b_inner = g.transpose_b ? 1 : g.n, b_col = g.transpose_b ? g.k : 1;
-    const int64_t a_base = e * g.a_stride + row * a_row, b_base = e * g.b_stride + col * b_col;
+    const GemmLayout l(g);
+    const int64_t a_base = e * g.a_stride + row * l.a_row, b_base = e * g.b_stride + col * l.b_col;
     uint32_t sum = 0;
     for (int64_t t = 0; t < g.k; ++t)
-      sum += int8Product(loadInt(g.a, a_base + t * a_inner), loadInt(g.b, b_base + t * b_inner));
+      sum += int8Product(loadInt(g.a, a_base + t * l.a_inner), loadInt(g.b, b_base + t * l.b_inner));
     storeInt(g.c, i, static_cast<int32_t>(sum));
   }
 };

@@ -20,6 +20,17 @@ struct GemmArgs {
   int plan = -1;  // an int8 GEMM's, from Device::planGemm, made before the timed runs; -1: the project's kernel
 };
 
+// The element strides of op(a)[row][t] and op(b)[t][col] in a GemmArgs' row-major operands, with
+// the transposes applied: a[e][row][t] is at e * a_stride + row * a_row + t * a_inner.
+struct GemmLayout {
+  int64_t a_row, a_inner, b_inner, b_col;
+  TPUSIM_HD explicit GemmLayout(const GemmArgs& g)
+      : a_row(g.transpose_a ? 1 : g.k),
+        a_inner(g.transpose_a ? g.m : 1),
+        b_inner(g.transpose_b ? 1 : g.n),
+        b_col(g.transpose_b ? g.k : 1) {}
+};
+
 enum class ConvPass : int32_t { kForward, kGradInput, kGradWeight };
 
 // A 2-D convolution: x [N, C, H, W], w [M, C / group, KH, KW], y [N, M, OH, OW], one
