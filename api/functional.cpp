@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <random>
 
+#include "api/parallel_degrees.hpp"
 #include "frontend/lower/lower.hpp"
+#include "frontend/passes/data_parallel.hpp"
 #include "frontend/train/loss_scaling.hpp"
+#include "reference/cpu/cpu_executor.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/numerics.hpp"
 #include "sim/mxu/array_config.hpp"
@@ -137,6 +140,19 @@ nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t
   return summary;
 }
 
+std::vector<std::map<std::string, ir::TensorValue>> replicaFeeds(const ModelGraph& built, uint64_t seed,
+                                                                 int64_t replicas) {
+  const NamedValues weights = generatedWeights(built, seed);
+  std::vector<std::map<std::string, ir::TensorValue>> feeds;
+  for (int64_t replica = 0; replica < replicas; ++replica) {
+    const NamedValues inputs = generatedInputs(built, seed + static_cast<uint64_t>(replica));
+    std::map<std::string, ir::TensorValue> given(inputs.begin(), inputs.end());
+    given.insert(weights.begin(), weights.end());
+    feeds.push_back(completeFeeds(built, std::move(given)));
+  }
+  return feeds;
+}
+
 std::vector<int> stepOutputIds(const ir::Graph& graph) {
   std::vector<int> ids = graph.outputs();
   for (const ir::Op& op : graph.ops()) {
@@ -147,32 +163,45 @@ std::vector<int> stepOutputIds(const ir::Graph& graph) {
 
 FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw) {
   const ModelGraph built = buildModelGraph(request);
+  // A data-parallel slice runs every replica, their gradients summed as the simulated
+  // graph's all-reduces sum them (frontend/passes/data_parallel.hpp); a tensor-parallel
+  // group's values are the unsharded model's.
+  const ParallelDegrees degrees = parallelDegreesOf(request, sliceOf(request, hw));
+  const ir::Graph graph = allReduceGradients(built.graph, degrees.dp);
   FunctionalRun run;
   run.inputs = generatedInputs(built, request.seed);
-  std::map<std::string, ir::TensorValue> feeds(run.inputs.begin(), run.inputs.end());
-  for (auto& [name, value] : generatedWeights(built, request.seed)) feeds.emplace(name, std::move(value));
+  std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, request.seed, degrees.dp);
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
-  const auto& tensors = built.graph.tensors();
+  const reference::CpuExecutor executor(graph, reference::CpuOptions{1, mxu});
+  const auto& tensors = graph.tensors();
   const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
                                        [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });
+  const auto finite_flag = std::find_if(tensors.begin(), tensors.end(),
+                                        [](const ir::Tensor& t) { return t.name == kGradientsFiniteTensor; });
+  if (loss_scaled && finite_flag == tensors.end()) {
+    throw Error(ErrorKind::kInternal, "a loss-scaled step without its gradients-finite flag");
+  }
   // Dynamic loss scaling's controller: a step whose gradients are not all finite is
   // skipped (its results dropped, the weights and optimizer state kept) and run again
   // at half the scale, until a step is finite or the scale is 1.
   nlohmann::ordered_json attempts = nlohmann::ordered_json::array();
   double scale = kInitialLossScale;
-  std::map<std::string, ir::TensorValue> values;
+  std::vector<std::vector<ir::TensorValue>> values;
   while (true) {
-    if (loss_scaled) feeds[kLossScaleTensor] = ir::TensorValue{{}, DType::kF32, {scale}, {}};
-    values = runReference(request, feeds, 1, mxu);
+    if (loss_scaled) {
+      for (auto& replica_feeds : feeds) replica_feeds[kLossScaleTensor] = ir::TensorValue{{}, DType::kF32, {scale}, {}};
+    }
+    values = executor.runReplicas(feeds);
     if (!loss_scaled) break;
-    const bool finite = values.at(kGradientsFiniteTensor).ints.at(0) != 0;
+    const bool finite = std::all_of(values.begin(), values.end(), [&](const std::vector<ir::TensorValue>& replica) {
+      return replica.at(static_cast<size_t>(finite_flag->id)).ints.at(0) != 0;
+    });
     attempts.push_back({{"loss_scale", scale}, {"gradients_finite", finite}});
     if (finite || scale <= 1) break;
     scale /= 2;
   }
-  for (int id : stepOutputIds(built.graph)) {
-    const std::string& name = built.graph.tensor(id).name;
-    run.outputs.emplace_back(name, values.at(name));
+  for (int id : stepOutputIds(graph)) {
+    run.outputs.emplace_back(graph.tensor(id).name, values.front()[static_cast<size_t>(id)]);
   }
   nlohmann::ordered_json& s = run.summary;
   s["method"] = "the training graph evaluated op by op on the host; matmuls and convolutions as the MXUs compute them";
@@ -180,6 +209,18 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   s["rows"] = mxu.rows;
   s["matmul_precision"] = request.matmul_precision;
   s["seed"] = request.seed;
+  s["replicas"] = degrees.dp;
+  if (degrees.dp > 1) {
+    s["replicas_method"] =
+        "data parallel: the " + std::to_string(degrees.dp) +
+        " replicas' steps in lockstep, op by op, each gradient summed across them in replica order (in float, "
+        "rounded to its dtype once) before the optimizer reads it; replica r's inputs are generated from seed + r; "
+        "the values written are replica 0's (every replica ends with the same weights)";
+  }
+  if (degrees.tp > 1) {
+    s["tensor_parallel"] = "the values of the unsharded model: a tensor-parallel group's " +
+                           std::to_string(degrees.tp) + " shards and their all-reduces are not computed apart";
+  }
   if (!built.model.weight_inits.empty()) s["generated_weights"] = generatedWeightsSummary(built, request.seed);
   if (loss_scaled) {
     s["loss_scaling"] = {

@@ -38,6 +38,12 @@ nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t
 // `seed`: the same for the functional run and the reference backends.
 NamedValues generatedInputs(const ModelGraph& built, uint64_t seed);
 
+// The feeds of a data-parallel step's `replicas` replicas: replica r's generated inputs come
+// from seed + r (replica 0's are a one-replica run's), the weights (generatedWeights where the
+// model has none) are shared, each completed by completeFeeds.
+std::vector<std::map<std::string, ir::TensorValue>> replicaFeeds(const ModelGraph& built, uint64_t seed,
+                                                                 int64_t replicas);
+
 // What a step writes: the graph's outputs, then a training step's updated weights
 // and optimizer state; tensor ids.
 std::vector<int> stepOutputIds(const ir::Graph& graph);

@@ -54,14 +54,9 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   if (!run.topology.empty() || run.data_parallel > 1 || run.tensor_parallel != 1 || run.pipeline_parallel != 1) {
     throw Error(ErrorKind::kUnsupported,
                 "tpusim reference runs on this machine's devices: --topology, --dp, --tp and --pp describe the "
-                "simulated slice; use --replicas N for data parallel over N GPUs");
+                "simulated slice; use --replicas N for data parallel over N replicas");
   }
   if (request.replicas < 1) throw Error(ErrorKind::kInvalidConfig, "--replicas must be at least 1");
-  if (request.replicas > 1 && !cuda) {
-    throw Error(ErrorKind::kUnsupported, "--replicas " + std::to_string(request.replicas) +
-                                             " runs on that many GPUs with NCCL (--backend cuda); the CPU reference "
-                                             "runs one replica");
-  }
   const HardwareParams hw = resolveHardware(run);
   const ModelGraph built = buildModelGraph(run);
   // Data parallel: each replica's gradients summed across the replicas before the optimizer
@@ -76,20 +71,12 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   outcome.inputs = generatedInputs(built, run.seed);
   reference::CpuOptions options{request.threads, std::nullopt};
   if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
-  const NamedValues weights = generatedWeights(built, run.seed);
-  // Replica r's inputs come from seed + r (replica 0's are the single replica's); the weights are shared.
-  std::vector<std::map<std::string, ir::TensorValue>> feeds;
-  for (int64_t replica = 0; replica < request.replicas; ++replica) {
-    const NamedValues inputs = replica == 0 ? outcome.inputs : generatedInputs(built, run.seed + replica);
-    std::map<std::string, ir::TensorValue> given(inputs.begin(), inputs.end());
-    given.insert(weights.begin(), weights.end());
-    feeds.push_back(completeFeeds(built, std::move(given)));
-  }
+  const std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, run.seed, request.replicas);
   std::vector<reference::TimedRun> runs;
   if (cuda) {
     runs = cuda_executor->runReplicas(feeds, request.timing);
   } else {
-    runs.push_back(reference::CpuExecutor(graph, options).runTimed(feeds.front(), request.timing));
+    runs = reference::CpuExecutor(graph, options).runTimedReplicas(feeds, request.timing);
   }
   // An op's time is its slowest replica's; the values are replica 0's.
   reference::TimedRun timed = runs.front();
@@ -124,10 +111,15 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
                  {"repeats", request.timing.repeats}};
   r["replicas"] = request.replicas;
   if (request.replicas > 1) {
+    const std::string replicas = std::to_string(request.replicas);
     r["replicas_method"] =
-        "data parallel on GPUs 0.." + std::to_string(request.replicas - 1) +
-        ": each replica's gradients summed across them with NCCL before the optimizer reads them; replica r's "
-        "inputs are generated from seed + r; an op's time is its slowest replica's; the values are replica 0's";
+        (cuda ? "data parallel on GPUs 0.." + std::to_string(request.replicas - 1) +
+                    ": each replica's gradients summed across them with NCCL before the optimizer reads them"
+              : "data parallel, " + replicas +
+                    " replicas one after another on this CPU, in lockstep op by op: each gradient summed across "
+                    "them in replica order (in float, rounded to its dtype once) before the optimizer reads it") +
+        "; replica r's inputs are generated from seed + r; an op's time is its slowest replica's; the values are "
+        "replica 0's";
     nlohmann::ordered_json steps = nlohmann::ordered_json::array();
     for (const reference::TimedRun& replica : runs) {
       double total = 0;

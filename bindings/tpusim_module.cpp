@@ -368,15 +368,14 @@ PYBIND11_MODULE(_core, m) {
         "Compile a model for a preset and write its Program (.tpuprog binary, .tpuprog.txt text), as tpusim "
         "compile. Returns the path, chips, instructions and stage_seconds (each compiler stage's wall time). Takes "
         "run()'s keyword arguments.");
-  m.def("reference_report", &referenceReport, py::arg("path"), py::arg("out") = py::none(),
-        py::arg("backend") = "cpu", py::arg("numerics") = "reference", py::arg("threads") = 1,
-        py::arg("replicas") = 1, py::arg("warmup") = 1, py::arg("repeats") = 3, py::arg("hw") = "tpuv4",
-        py::arg("mode") = py::none(),
-        py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
+  m.def("reference_report", &referenceReport, py::arg("path"), py::arg("out") = py::none(), py::arg("backend") = "cpu",
+        py::arg("numerics") = "reference", py::arg("threads") = 1, py::arg("replicas") = 1, py::arg("warmup") = 1,
+        py::arg("repeats") = 3, py::arg("hw") = "tpuv4", py::arg("mode") = py::none(), py::arg("batch") = py::none(),
+        py::arg("overrides") = py::none(),
         "Run one step on a reference backend (cpu, or cuda), timed per op, as tpusim reference; returns its "
         "report as a dict, written with the step's tensors to directory `out` when given (for compare). seed= "
         "sets the generated inputs, as run(functional=True, seed=...); replicas= runs data parallel over that many "
-        "GPUs (cuda).");
+        "replicas (cpu: one after another; cuda: one GPU each).");
   m.def(
       "compare",
       [](const std::string& sim_report, const std::string& ref_report) {

@@ -181,6 +181,17 @@ void checkComparable(const Json& sim, const Json& ref) {
       throw Error(ErrorKind::kInvalidInput, "the reports' inputs differ: seed " + a.dump() + " (simulation) against " +
                                                 b.dump() + " (reference)");
     }
+    // The values of a data-parallel step depend on every replica's inputs (reports before
+    // the field ran one replica).
+    const Json& functional = sim.at("functional");
+    const int64_t sim_replicas = functional.contains("replicas") ? functional.at("replicas").get<int64_t>() : 1;
+    const int64_t ref_replicas = ref.contains("replicas") ? ref.at("replicas").get<int64_t>() : 1;
+    if (sim_replicas != ref_replicas) {
+      throw Error(ErrorKind::kInvalidInput,
+                  "the reports' steps differ: " + std::to_string(sim_replicas) +
+                      " data-parallel replica(s) (simulation) against " + std::to_string(ref_replicas) +
+                      " (reference); run tpusim reference --replicas " + std::to_string(sim_replicas));
+    }
   }
 }
 

@@ -32,7 +32,7 @@ int referenceCommand(const std::vector<std::string>& args) {
       "seed of the generated inputs (as tpusim run --functional --seed)")(
       "threads", po::value(&request.threads)->default_value(request.threads), "CPU backend threads")(
       "replicas", po::value(&request.replicas)->default_value(request.replicas),
-      "cuda: data parallel over this many GPUs, gradients all-reduced with NCCL")(
+      "data parallel over this many replicas, each gradient summed across them (cuda: one GPU each, NCCL)")(
       "warmup", po::value(&request.timing.warmup)->default_value(request.timing.warmup),
       "untimed runs of the step before the timed ones")(
       "repeats", po::value(&request.timing.repeats)->default_value(request.timing.repeats),

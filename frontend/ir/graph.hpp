@@ -211,7 +211,8 @@ class Graph {
   int compare(CompareDirection direction, const std::string& name, int a, int b,
               TensorRole role = TensorRole::kActivation);
   // kSum, kMax or kMin across a group of `replicas` (>= 1). A group of more runs on the
-  // interconnect (frontend/passes/data_parallel.hpp); the CPU reference runs one replica.
+  // interconnect (frontend/passes/data_parallel.hpp), or on the CPU across the replicas of
+  // reference::CpuExecutor::runReplicas.
   int allReduce(const std::string& name, int x, Reduction reduction, int64_t replicas,
                 TensorRole role = TensorRole::kActivation);
   int add(const std::string& name, int a, int b, TensorRole role = TensorRole::kActivation) {

@@ -98,6 +98,32 @@ std::vector<double> asDoubles(const TensorValue& value) {
   return {value.ints.begin(), value.ints.end()};
 }
 
+// One replica's term of an all-reduce (kSum, kMax or kMin, as Graph::allReduce allows):
+// acc = acc (reduction) x, elementwise. Floating sums in float (double for f64), rounded to
+// the dtype once, by the caller, as the CUDA backend's host collective does; integer sums
+// wrapped to the dtype's width.
+void reduceReplica(ir::Reduction reduction, TensorValue& acc, const TensorValue& x) {
+  if (TensorValue::isFloating(acc.dtype)) {
+    const bool f64 = acc.dtype == DType::kF64;
+    for (size_t i = 0; i < acc.floats.size(); ++i) {
+      const double a = acc.floats[i], v = x.floats[i];
+      double r = f64 ? a + v : static_cast<double>(static_cast<float>(a) + static_cast<float>(v));
+      if (reduction == ir::Reduction::kMax) r = floatMax(a, v);
+      if (reduction == ir::Reduction::kMin) r = floatMin(a, v);
+      acc.floats[i] = r;
+    }
+    return;
+  }
+  for (size_t i = 0; i < acc.ints.size(); ++i) {
+    const int64_t a = acc.ints[i], v = x.ints[i];
+    // In uint64, where a sum wraps by definition, then to the dtype's width.
+    int64_t r = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(v));
+    if (reduction == ir::Reduction::kMax) r = std::max(a, v);
+    if (reduction == ir::Reduction::kMin) r = std::min(a, v);
+    acc.ints[i] = wrapTo(acc.dtype, r);
+  }
+}
+
 void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorValue& out) {
   auto run = [&](auto f) {
     broadcastBinary<int64_t>(a.ints, a.shape, b.ints, b.shape, out.ints, out.shape,
@@ -161,41 +187,94 @@ CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(g
 }
 
 std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
-  std::vector<TensorValue> values = boundFeeds(m_graph, feeds);
-  for (const ir::Op& op : m_graph.ops()) {
-    try {
-      runOp(op, values);
-    } catch (const Error& error) {
-      throw error.within("op '" + op.name + "'");
-    }
-  }
-  return values;
+  ReplicaValues values{boundFeeds(m_graph, feeds)};
+  for (const ir::Op& op : m_graph.ops()) runOpOnReplicas(op, values, nullptr);
+  return std::move(values.front());
 }
 
 TimedRun CpuExecutor::runTimed(const std::map<std::string, TensorValue>& feeds, const TimingOptions& timing) const {
   checkTimingOptions(timing);
-  const std::vector<TensorValue> bound = boundFeeds(m_graph, feeds);
-  const size_t ops = m_graph.ops().size();
-  std::vector<std::vector<double>> samples(ops);
-  TimedRun timed;
+  return std::move(timeReplicas(ReplicaValues{boundFeeds(m_graph, feeds)}, timing).front());
+}
+
+std::vector<std::vector<TensorValue>> CpuExecutor::runReplicas(
+    const std::vector<std::map<std::string, TensorValue>>& feeds) const {
+  ReplicaValues values = bound(feeds);
+  for (const ir::Op& op : m_graph.ops()) runOpOnReplicas(op, values, nullptr);
+  return values;
+}
+
+std::vector<TimedRun> CpuExecutor::runTimedReplicas(const std::vector<std::map<std::string, TensorValue>>& feeds,
+                                                    const TimingOptions& timing) const {
+  checkTimingOptions(timing);
+  return timeReplicas(bound(feeds), timing);
+}
+
+CpuExecutor::ReplicaValues CpuExecutor::bound(const std::vector<std::map<std::string, TensorValue>>& feeds) const {
+  if (feeds.empty()) throw Error(ErrorKind::kInvalidConfig, "the CPU executor needs the feeds of at least one replica");
+  ReplicaValues values;
+  for (const auto& replica_feeds : feeds) values.push_back(boundFeeds(m_graph, replica_feeds));
+  return values;
+}
+
+std::vector<TimedRun> CpuExecutor::timeReplicas(const ReplicaValues& bound, const TimingOptions& timing) const {
+  const size_t ops = m_graph.ops().size(), replicas = bound.size();
+  // samples[r][i]: replica r's times of op i, one per timed run.
+  std::vector<std::vector<std::vector<double>>> samples(replicas, std::vector<std::vector<double>>(ops));
+  std::vector<TimedRun> timed(replicas);
+  std::vector<double> seconds(replicas);
   for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
-    std::vector<TensorValue> values = bound;
+    ReplicaValues values = bound;
     for (size_t i = 0; i < ops; ++i) {
-      const ir::Op& op = m_graph.ops()[i];
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        runOp(op, values);
-      } catch (const Error& error) {
-        throw error.within("op '" + op.name + "'");
-      }
-      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-      if (run >= timing.warmup) samples[i].push_back(took.count());
+      runOpOnReplicas(m_graph.ops()[i], values, &seconds);
+      if (run < timing.warmup) continue;
+      for (size_t r = 0; r < replicas; ++r) samples[r][i].push_back(seconds[r]);
     }
-    timed.values = std::move(values);
+    for (size_t r = 0; r < replicas; ++r) timed[r].values = std::move(values[r]);
   }
-  timed.op_seconds.reserve(ops);
-  for (std::vector<double>& op_samples : samples) timed.op_seconds.push_back(medianOf(op_samples));
+  for (size_t r = 0; r < replicas; ++r) {
+    timed[r].op_seconds.reserve(ops);
+    for (std::vector<double>& op_samples : samples[r]) timed[r].op_seconds.push_back(medianOf(op_samples));
+  }
   return timed;
+}
+
+void CpuExecutor::runOpOnReplicas(const ir::Op& op, ReplicaValues& values, std::vector<double>* seconds) const {
+  using Clock = std::chrono::steady_clock;
+  try {
+    if (op.type == OpType::kAllReduce && op.replicas > 1) {
+      const auto start = Clock::now();
+      allReduce(op, values);
+      const std::chrono::duration<double> took = Clock::now() - start;
+      if (seconds) std::fill(seconds->begin(), seconds->end(), took.count());
+      return;
+    }
+    for (size_t r = 0; r < values.size(); ++r) {
+      const auto start = Clock::now();
+      runOp(op, values[r]);
+      const std::chrono::duration<double> took = Clock::now() - start;
+      if (seconds) (*seconds)[r] = took.count();
+    }
+  } catch (const Error& error) {
+    throw error.within("op '" + op.name + "'");
+  }
+}
+
+void CpuExecutor::allReduce(const ir::Op& op, ReplicaValues& values) const {
+  if (static_cast<size_t>(op.replicas) != values.size()) {
+    throw Error(ErrorKind::kUnsupported, "all-reduce across " + std::to_string(op.replicas) +
+                                             " replicas, and the CPU reference runs " + std::to_string(values.size()) +
+                                             " (tpusim reference --replicas)");
+  }
+  if (op.group_stride != 1) {
+    throw Error(ErrorKind::kUnsupported,
+                "an all-reduce over a strided group (tensor parallel) is not run by the CPU reference");
+  }
+  const auto input = static_cast<size_t>(op.inputs[0]), output = static_cast<size_t>(op.outputs[0]);
+  TensorValue reduced = values[0][input];
+  for (size_t r = 1; r < values.size(); ++r) reduceReplica(op.reduction, reduced, values[r][input]);
+  numerics::roundInPlace(reduced.dtype, std::span<double>(reduced.floats));
+  for (std::vector<TensorValue>& replica : values) replica[output] = reduced;
 }
 
 namespace {
@@ -341,11 +420,7 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       }
       break;
     }
-    case OpType::kAllReduce:  // one replica: the reduction of x alone is x
-      if (op.replicas > 1) {
-        throw Error(ErrorKind::kUnsupported, "all-reduce across " + std::to_string(op.replicas) +
-                                                 " replicas: the CPU reference runs one replica");
-      }
+    case OpType::kAllReduce:  // one replica: the reduction of x alone is x (more: CpuExecutor::allReduce)
       out.floats = in(0).floats;
       out.ints = in(0).ints;
       break;

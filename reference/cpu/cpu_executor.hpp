@@ -37,7 +37,25 @@ class CpuExecutor {
   // repeats. The values are those of the last run.
   TimedRun runTimed(const std::map<std::string, ir::TensorValue>& feeds, const TimingOptions& timing) const;
 
+  // Every replica of a data-parallel step (frontend/passes/data_parallel.hpp), replica r
+  // with feeds[r], op by op in graph order. An AllReduce across them reduces replica 0's
+  // input, then replica 1's, and so on (a floating sum in float, rounded to the tensor's
+  // dtype once), and every replica reads the result. Returns every tensor's value, by
+  // replica, then id.
+  std::vector<std::vector<ir::TensorValue>> runReplicas(
+      const std::vector<std::map<std::string, ir::TensorValue>>& feeds) const;
+  // runReplicas(), timed as runTimed() is: one TimedRun per replica, each op timed on each
+  // replica; an AllReduce's time (its reduction) is every replica's.
+  std::vector<TimedRun> runTimedReplicas(const std::vector<std::map<std::string, ir::TensorValue>>& feeds,
+                                         const TimingOptions& timing) const;
+
  private:
+  using ReplicaValues = std::vector<std::vector<ir::TensorValue>>;  // by replica, then tensor id
+  ReplicaValues bound(const std::vector<std::map<std::string, ir::TensorValue>>& feeds) const;
+  std::vector<TimedRun> timeReplicas(const ReplicaValues& bound, const TimingOptions& timing) const;
+  // `op` on every replica; `seconds`, where given, receives each replica's wall time.
+  void runOpOnReplicas(const ir::Op& op, ReplicaValues& values, std::vector<double>* seconds) const;
+  void allReduce(const ir::Op& op, ReplicaValues& values) const;  // across every replica
   void runOp(const ir::Op& op, std::vector<ir::TensorValue>& values) const;
 
   const ir::Graph& m_graph;

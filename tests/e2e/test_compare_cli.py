@@ -137,6 +137,7 @@ def test_bad_comparisons_fail_with_one_line(tpusim_bin, runs, tmp_path):
     other_seed = str(edited(runs, tmp_path, "seed", lambda r: r.update(seed=6)) / "report.json")
     no_per_op = str(edited(runs, tmp_path, "per_op", lambda r: r.pop("per_op")) / "report.json")
     bad_op = str(edited(runs, tmp_path, "time", lambda r: r["per_op"][0].update(time_s="fast")) / "report.json")
+    two_replicas = str(edited(runs, tmp_path, "replicas", lambda r: r.update(replicas=2)) / "report.json")
     gone = edited(runs, tmp_path, "gone", lambda r: None)
     (gone / "reference" / "logits.npy").unlink()
     cases = [
@@ -145,6 +146,8 @@ def test_bad_comparisons_fail_with_one_line(tpusim_bin, runs, tmp_path):
         ([str(tmp_path / "b4" / "report.json"), ref], 3, "different steps: batch 4 (simulation) against 8"),
         ([sim, other_model], 3, "different steps: model \"mlp.onnx\" (simulation) against \"x.onnx\""),
         ([sim, other_seed], 3, "inputs differ: seed 5 (simulation) against 6 (reference)"),
+        ([sim, two_replicas], 3, "the reports' steps differ: 1 data-parallel replica(s) (simulation) against 2 "
+                                 "(reference); run tpusim reference --replicas 1"),
         ([sim, str(tmp_path / "none.json")], 3, "none.json' does not exist"),
         ([sim, str(tmp_path / "broken.json")], 3, "broken.json' is not valid JSON"),
         ([sim, no_per_op], 3, "the reference report has no 'per_op'"),
@@ -156,3 +159,34 @@ def test_bad_comparisons_fail_with_one_line(tpusim_bin, runs, tmp_path):
         result = cli(tpusim_bin, "compare", *args, "--out", str(tmp_path / "out"))
         assert result.returncode == code and text in result.stderr, (args, result.stderr)
         assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_a_data_parallel_step_matches_the_cpu_replicas_exactly(tpusim_bin, runs, tmp_path):
+    """--topology 2x1x1 --functional computes both replicas' steps, their gradients summed; the CPU
+    reference with --replicas 2 and the MXU's numerics gives the same bits, and the step is not
+    the one-replica step."""
+    ok(tpusim_bin, "run", MLP, "--batch", BATCH, "--topology", "2x1x1", "--functional", "--seed", SEED,
+       "--no-instructions", "--out", str(tmp_path / "sim"))
+    ok(tpusim_bin, "reference", MLP, "--batch", BATCH, "--backend", "cpu", "--replicas", "2", "--seed", SEED,
+       "--numerics", "mxu", "--repeats", "1", "--out", str(tmp_path / "ref"))
+    functional = json.loads((tmp_path / "sim" / "report.json").read_text())["functional"]
+    assert functional["replicas"] == 2 and "seed + r" in functional["replicas_method"]
+    reference = json.loads((tmp_path / "ref" / "report.json").read_text())
+    assert reference["replicas"] == 2 and "on this CPU" in reference["replicas_method"]
+    assert len(reference["replica_step_time_s"]) == 2
+    reduced = [op for op in reference["per_op"] if op["type"] == "AllReduce"]
+    assert len(reduced) == 6, [op["op"] for op in reduced]  # mlp's three weights and three biases
+    result = ok(tpusim_bin, "compare", str(tmp_path / "sim" / "report.json"), str(tmp_path / "ref" / "report.json"),
+                "--out", str(tmp_path / "c"))
+    c = json.loads((tmp_path / "c" / "compare.json").read_text())
+    outputs = c["numerics"]["outputs"]
+    assert outputs and all(row["status"] == "matched" and row["max_abs_error"] == 0 for row in outputs), result.stdout
+    # The all-reduce rows keep the simulator's op names, so they stand beside the simulated collectives.
+    matched = {row["op"] for row in c["per_op"] if row["status"] == "matched"}
+    assert {op["op"] for op in reduced} <= matched
+    # Replica 0 alone (the module's one-replica run, same seed) ends with other weights.
+    updated = [entry for entry in functional["outputs"] if entry["name"].endswith(":updated")]
+    assert updated
+    differs = [entry["name"] for entry in updated
+               if (tmp_path / "sim" / entry["file"]).read_bytes() != (runs / "sim" / entry["file"]).read_bytes()]
+    assert differs == [entry["name"] for entry in updated]

@@ -73,3 +73,22 @@ def test_functional_values_are_the_python_reference_with_mxu_numerics_bit_for_bi
         assert np.array_equal(np.load(tmp_path / entry["file"]).view(np.uint32), expected.view(np.uint32)), entry
     with pytest.raises(tpusim.Error, match="unknown numerics 'gpu'"):
         tpusim.reference(str(TRACES / "mlp.onnx"), feeds, batch=8, numerics="gpu")
+
+
+def test_a_slice_computes_every_data_parallel_replica_and_says_so(tpusim_bin, tmp_path):
+    """--topology 2x1x1: replica 0's forward pass is the one-chip run's (same inputs and weights),
+    but its update applies both replicas' summed gradients. --tp 2 computes the unsharded model,
+    the one-chip run's values, and says so."""
+    one = run(tpusim_bin, tmp_path / "one")
+    dp = run(tpusim_bin, tmp_path / "dp", "--topology", "2x1x1")
+    tp = run(tpusim_bin, tmp_path / "tp", "--topology", "2x1x1", "--tp", "2")
+    assert one["functional"]["replicas"] == 1 and "replicas_method" not in one["functional"]
+    assert dp["functional"]["replicas"] == 2 and "summed across them" in dp["functional"]["replicas_method"]
+    assert tp["functional"]["replicas"] == 1 and "unsharded model" in tp["functional"]["tensor_parallel"]
+    for name in ("logits", "loss:loss", "0.weight:updated"):
+        assert np.array_equal(load(tmp_path / "tp", tp, name), load(tmp_path / "one", one, name)), name
+    assert np.array_equal(load(tmp_path / "dp", dp, "logits"), load(tmp_path / "one", one, "logits"))
+    assert not np.array_equal(load(tmp_path / "dp", dp, "0.weight:updated"),
+                              load(tmp_path / "one", one, "0.weight:updated"))
+    scaled = run(tpusim_bin, tmp_path / "fp16", "--topology", "2x1x1", "--precision", "mixed_float16")
+    assert scaled["functional"]["replicas"] == 2 and scaled["functional"]["loss_scaling"]["gradients_finite"]

@@ -130,12 +130,10 @@ def test_cuda_backend_refuses_mxu_numerics(tpusim_bin, tmp_path):
 
 
 @pytest.mark.parametrize("args,code,message", [
-    (["--replicas", "2"], 4, "--replicas 2 runs on that many GPUs with NCCL (--backend cuda); the CPU reference "
-                             "runs one replica"),
     (["--replicas", "0"], 2, "--replicas must be at least 1"),
     (["--topology", "2x1x1"], 4, "tpusim reference runs on this machine's devices: --topology, --dp, --tp and --pp "
                                  "describe the simulated slice; use --replicas N"),
-    (["--tp", "2"], 4, "use --replicas N for data parallel over N GPUs"),
+    (["--tp", "2"], 4, "use --replicas N for data parallel over N replicas"),
 ])
 def test_replicas_and_slices_are_one_line_errors(tpusim_bin, tmp_path, args, code, message):
     result = cli(tpusim_bin, "reference", MLP, "--batch", "8", *args, "--out", str(tmp_path))

@@ -84,20 +84,20 @@ TEST(MaxCompareOps, ReduceMaxAndMinOverAxes) {
   EXPECT_EQ(values[static_cast<size_t>(imin)].ints, (std::vector<int64_t>{-9}));
 }
 
-TEST(MaxCompareOps, AllReduceOfOneReplicaIsTheIdentityAndMoreAreNotRunOnTheCpu) {
+TEST(MaxCompareOps, AllReduceOfOneReplicaIsTheIdentityAndMoreNeedThatManyReplicas) {
   ir::Graph g;
   const int x = g.addInput("x", {3}, DType::kF32, ir::TensorRole::kInput);
   const int y = g.allReduce("ar", x, Reduction::kSum, 1);
   const auto values = CpuExecutor(g, {}).run({{"x", floats({3}, {1, 2, 3})}});
   EXPECT_EQ(values[static_cast<size_t>(y)].floats, (std::vector<double>{1, 2, 3}));
-  // A group of four is the interconnect's (frontend/passes/data_parallel.hpp): the CPU runs one replica.
+  // A group of four needs four replicas (CpuExecutor::runReplicas; cpu_replicas_test.cpp).
   g.allReduce("ar4", x, Reduction::kSum, 4);
   try {
     CpuExecutor(g, {}).run({{"x", floats({3}, {1, 2, 3})}});
     FAIL() << "expected an error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
-    EXPECT_NE(std::string(error.what()).find("all-reduce across 4 replicas: the CPU reference runs one replica"),
+    EXPECT_NE(std::string(error.what()).find("all-reduce across 4 replicas, and the CPU reference runs 1"),
               std::string::npos);
   }
 }
