@@ -17,49 +17,64 @@ numerics::MatmulNumerics numericsFor(DType dtype, const MxuNumericsOptions& opti
   return n;
 }
 
-// out[m, n] = a[m, k] x b[k, n] through the MXU's numerics: f32 sums, or for int8 x int8
-// exact int32 sums (a double holds every int32).
-std::vector<double> gemm(const numerics::MatmulNumerics& n, const std::vector<float>& a, const std::vector<float>& b,
-                         uint64_t m, uint64_t k, uint64_t cols) {
-  if (n.lhs_dtype == DType::kInt8) {
-    std::vector<int32_t> sums(m * cols);
-    numerics::mxuMatmul(n, a, b, sums, m, k, cols);
-    return {sums.begin(), sums.end()};
-  }
+// out[m, n] = a[m, k] x b[k, n] through the MXU's numerics: f32 sums of float operands
+// (rounded to their dtype or split into bf16 passes by mxuMatmul).
+std::vector<float> gemm(const numerics::MatmulNumerics& n, const std::vector<float>& a, const std::vector<float>& b,
+                        uint64_t m, uint64_t k, uint64_t cols) {
   std::vector<float> out(m * cols);
   numerics::mxuMatmul(n, a, b, out, m, k, cols);
-  return {out.begin(), out.end()};
+  return out;
 }
 
-void matmul(const ir::Op& op, const ir::TensorValue& a, const ir::TensorValue& b, ir::TensorValue& out,
+// The same for int8 operands: exact (wrapping) int32 sums.
+std::vector<int32_t> gemm(const numerics::MatmulNumerics& n, const std::vector<int8_t>& a, const std::vector<int8_t>& b,
+                          uint64_t m, uint64_t k, uint64_t cols) {
+  std::vector<int32_t> out(m * cols);
+  numerics::mxuMatmul(n, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, cols);
+  return out;
+}
+
+// `rows` x `cols` row-major of E from a row-major source, or from its transpose
+// ([cols, rows]). A transposed source is read in its own order and written across:
+// the written matrix is the smaller one (E is float or int8, the source double or int64).
+template <typename E, typename Src>
+void packMatrix(const Src* from, bool transposed, uint64_t rows, uint64_t cols, std::vector<E>& to) {
+  if (!transposed) {
+    for (uint64_t i = 0; i < rows * cols; ++i) to[i] = static_cast<E>(from[i]);
+    return;
+  }
+  for (uint64_t j = 0; j < cols; ++j) {
+    for (uint64_t i = 0; i < rows; ++i) to[i * cols + j] = static_cast<E>(from[j * rows + i]);
+  }
+}
+
+// A (batched) MatMul with operands of E: float through the f32 numerics, int8 into int32.
+// `a`, `b` and `out` are the values (floats or ints) of the tensors of those shapes.
+template <typename E, typename Src, typename Dst>
+void matmul(const ir::Op& op, const ir::Shape& a_shape, const std::vector<Src>& a, const ir::Shape& b_shape,
+            const std::vector<Src>& b, const ir::Shape& out_shape, std::vector<Dst>& out,
             const numerics::MatmulNumerics& n) {
-  const size_t rank = out.shape.size();
-  const auto m = static_cast<uint64_t>(out.shape[rank - 2]), cols = static_cast<uint64_t>(out.shape[rank - 1]);
-  const auto k = static_cast<uint64_t>(op.transpose_a ? a.shape[a.shape.size() - 2] : a.shape.back());
+  const size_t rank = out_shape.size();
+  const auto m = static_cast<uint64_t>(out_shape[rank - 2]), cols = static_cast<uint64_t>(out_shape[rank - 1]);
+  const auto k = static_cast<uint64_t>(op.transpose_a ? a_shape[a_shape.size() - 2] : a_shape.back());
   const auto items = [](const ir::Shape& s) {
     return static_cast<uint64_t>(ir::elementCount(ir::Shape(s.begin(), s.end() - 2)));
   };
-  const uint64_t batch = items(out.shape), a_items = items(a.shape), b_items = items(b.shape);
+  const uint64_t batch = items(out_shape), a_items = items(a_shape), b_items = items(b_shape);
   if ((a_items != batch && a_items != 1) || (b_items != batch && b_items != 1)) {
     throw Error(ErrorKind::kUnsupported, "op '" + op.name +
                                              "': the MXU numerics take batched matmuls whose operands have the "
                                              "output's batch dimensions or none");
   }
-  std::vector<float> lhs(m * k), rhs(k * cols);
+  std::vector<E> lhs(m * k), rhs(k * cols);
   for (uint64_t item = 0; item < batch; ++item) {
-    const double* pa = a.floats.data() + (a_items == 1 ? 0 : item) * m * k;
-    const double* pb = b.floats.data() + (b_items == 1 ? 0 : item) * k * cols;
-    for (uint64_t i = 0; i < m; ++i) {
-      for (uint64_t j = 0; j < k; ++j)
-        lhs[i * k + j] = static_cast<float>(op.transpose_a ? pa[j * m + i] : pa[i * k + j]);
+    // An operand without batch dimensions is the same matrix for every item: packed once.
+    if (item == 0 || a_items != 1) packMatrix(a.data() + (a_items == 1 ? 0 : item) * m * k, op.transpose_a, m, k, lhs);
+    if (item == 0 || b_items != 1) {
+      packMatrix(b.data() + (b_items == 1 ? 0 : item) * k * cols, op.transpose_b, k, cols, rhs);
     }
-    for (uint64_t i = 0; i < k; ++i) {
-      for (uint64_t j = 0; j < cols; ++j) {
-        rhs[i * cols + j] = static_cast<float>(op.transpose_b ? pb[j * k + i] : pb[i * cols + j]);
-      }
-    }
-    const std::vector<double> y = gemm(n, lhs, rhs, m, k, cols);
-    for (uint64_t i = 0; i < m * cols; ++i) out.floats[item * m * cols + i] = y[i];
+    const auto y = gemm(n, lhs, rhs, m, k, cols);
+    for (uint64_t i = 0; i < m * cols; ++i) out[item * m * cols + i] = static_cast<Dst>(y[i]);
   }
 }
 
@@ -99,39 +114,45 @@ struct Patches {
   }
 };
 
-std::vector<float> im2col(const Patches& p, const std::vector<double>& x, int64_t group) {
-  std::vector<float> cols(p.rows() * p.cols());
+template <typename E, typename Src>
+std::vector<E> im2col(const Patches& p, const std::vector<Src>& x, int64_t group) {
+  std::vector<E> cols(p.rows() * p.cols());
   for (uint64_t r = 0; r < p.rows(); ++r) {
     for (uint64_t c = 0; c < p.cols(); ++c) {
       const int64_t at = p.xIndex(r, c, group);
-      cols[r * p.cols() + c] = at < 0 ? 0.0f : static_cast<float>(x[static_cast<size_t>(at)]);
+      cols[r * p.cols() + c] = at < 0 ? E{0} : static_cast<E>(x[static_cast<size_t>(at)]);
     }
   }
   return cols;
 }
 
-void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::TensorValue& out,
-          const numerics::MatmulNumerics& n) {
-  const int64_t groups = op.conv.group;
-  if (op.type == OpType::kConv) {
-    const Patches p{in[0]->shape, in[1]->shape, out.shape, op.conv};
-    for (int64_t group = 0; group < groups; ++group) {
-      std::vector<float> wt(p.cols() * p.outPerGroup());  // w_g^T [C/g*KH*KW, M/g]
-      for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
-        for (uint64_t c = 0; c < p.cols(); ++c) {
-          wt[c * p.outPerGroup() + ch] = static_cast<float>(in[1]->floats[static_cast<size_t>(p.wIndex(ch, c, group))]);
-        }
-      }
-      const std::vector<double> y = gemm(n, im2col(p, in[0]->floats, group), wt, p.rows(), p.cols(), p.outPerGroup());
-      for (uint64_t r = 0; r < p.rows(); ++r) {
-        for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
-          out.floats[static_cast<size_t>(p.yIndex(r, ch, group))] = y[r * p.outPerGroup() + ch];
-        }
+// The forward convolution, y_g = im2col(x) x w_g^T per group, with operands of E:
+// float through the f32 numerics, int8 into int32. `x`, `w` and `y` are the values
+// (floats or ints) of the tensors `p` describes.
+template <typename E, typename Src, typename Dst>
+void convForward(const Patches& p, const std::vector<Src>& x, const std::vector<Src>& w, std::vector<Dst>& y,
+                 const numerics::MatmulNumerics& n) {
+  for (int64_t group = 0; group < p.g.group; ++group) {
+    std::vector<E> wt(p.cols() * p.outPerGroup());  // w_g^T [C/g*KH*KW, M/g]
+    for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
+      for (uint64_t c = 0; c < p.cols(); ++c) {
+        wt[c * p.outPerGroup() + ch] = static_cast<E>(w[static_cast<size_t>(p.wIndex(ch, c, group))]);
       }
     }
-    return;
+    const auto sums = gemm(n, im2col<E>(p, x, group), wt, p.rows(), p.cols(), p.outPerGroup());
+    for (uint64_t r = 0; r < p.rows(); ++r) {
+      for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
+        y[static_cast<size_t>(p.yIndex(r, ch, group))] = static_cast<Dst>(sums[r * p.outPerGroup() + ch]);
+      }
+    }
   }
-  // Gradients: in[0] is dy for the input gradient, x for the weight gradient.
+}
+
+// The gradients of a convolution, in float: in[0] is dy for the input gradient, x for the
+// weight gradient.
+void convGradient(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::TensorValue& out,
+                  const numerics::MatmulNumerics& n) {
+  const int64_t groups = op.conv.group;
   const bool input_grad = op.type == OpType::kConvGradInput;
   const ir::Shape& x_shape = input_grad ? out.shape : in[0]->shape;
   const ir::Shape& w_shape = input_grad ? in[1]->shape : out.shape;
@@ -151,13 +172,13 @@ void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::T
           w[ch * p.cols() + c] = static_cast<float>(in[1]->floats[static_cast<size_t>(p.wIndex(ch, c, group))]);
         }
       }
-      const std::vector<double> cols = gemm(n, dy, w, p.rows(), p.outPerGroup(), p.cols());
+      const std::vector<float> cols = gemm(n, dy, w, p.rows(), p.outPerGroup(), p.cols());
       for (uint64_t r = 0; r < p.rows(); ++r) {  // col2im, in float
         for (uint64_t c = 0; c < p.cols(); ++c) {
           const int64_t at = p.xIndex(r, c, group);
           if (at < 0) continue;
           double& dx = out.floats[static_cast<size_t>(at)];
-          dx = static_cast<float>(static_cast<float>(dx) + static_cast<float>(cols[r * p.cols() + c]));
+          dx = static_cast<float>(static_cast<float>(dx) + cols[r * p.cols() + c]);
         }
       }
       continue;
@@ -166,7 +187,8 @@ void conv(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::T
     for (uint64_t r = 0; r < p.rows(); ++r) {
       for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) dyt[ch * p.rows() + r] = dy[r * p.outPerGroup() + ch];
     }
-    const std::vector<double> dw = gemm(n, dyt, im2col(p, in[0]->floats, group), p.outPerGroup(), p.rows(), p.cols());
+    const std::vector<float> dw =
+        gemm(n, dyt, im2col<float>(p, in[0]->floats, group), p.outPerGroup(), p.rows(), p.cols());
     for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
       for (uint64_t c = 0; c < p.cols(); ++c) {
         out.floats[static_cast<size_t>(p.wIndex(ch, c, group))] = dw[ch * p.cols() + c];
@@ -190,25 +212,22 @@ bool isInt8Product(const ir::Op& op, DType dtype) {
 void mxuCompute(const ir::Op& op, const std::vector<const ir::TensorValue*>& inputs, ir::TensorValue& out,
                 const MxuNumericsOptions& options) {
   const numerics::MatmulNumerics n = numericsFor(inputs[0]->dtype, options);
-  if (isInt8Product(op, inputs[0]->dtype)) {
-    // The int8 operands as floats (exact), the int32 sums through a float-valued result.
-    std::vector<ir::TensorValue> floats;
-    for (const ir::TensorValue* input : inputs) {
-      floats.push_back({input->shape, DType::kF32, {input->ints.begin(), input->ints.end()}, {}});
-    }
-    ir::TensorValue sums = ir::TensorValue::zeros(out.shape, DType::kF32);
+  const ir::TensorValue& a = *inputs[0];
+  const ir::TensorValue& b = *inputs[1];
+  if (isInt8Product(op, a.dtype)) {  // int8 operands packed as bytes, int32 sums into out.ints
     if (op.type == OpType::kMatMul) {
-      matmul(op, floats[0], floats[1], sums, n);
+      matmul<int8_t>(op, a.shape, a.ints, b.shape, b.ints, out.shape, out.ints, n);
     } else {
-      conv(op, {&floats[0], &floats[1]}, sums, n);
+      convForward<int8_t>(Patches{a.shape, b.shape, out.shape, op.conv}, a.ints, b.ints, out.ints, n);
     }
-    for (size_t i = 0; i < sums.floats.size(); ++i) out.ints[i] = static_cast<int64_t>(sums.floats[i]);
     return;
   }
   if (op.type == OpType::kMatMul) {
-    matmul(op, *inputs[0], *inputs[1], out, n);
+    matmul<float>(op, a.shape, a.floats, b.shape, b.floats, out.shape, out.floats, n);
+  } else if (op.type == OpType::kConv) {
+    convForward<float>(Patches{a.shape, b.shape, out.shape, op.conv}, a.floats, b.floats, out.floats, n);
   } else {
-    conv(op, inputs, out, n);
+    convGradient(op, inputs, out, n);
   }
 }
 

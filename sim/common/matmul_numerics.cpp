@@ -29,17 +29,16 @@ bool isInt8Pair(const MatmulNumerics& numerics) {
   return numerics.lhs_dtype == DType::kInt8 && numerics.rhs_dtype == DType::kInt8;
 }
 
-void checkShapes(std::span<const float> lhs, std::span<const float> rhs, size_t out_size, uint64_t m, uint64_t k,
-                 uint64_t n) {
+void checkShapes(size_t lhs_size, size_t rhs_size, size_t out_size, uint64_t m, uint64_t k, uint64_t n) {
   if (m == 0 || k == 0 || n == 0) {
     throw Error(ErrorKind::kInvalidInput, "MXU matmul needs positive dimensions, got m=" + std::to_string(m) +
                                               " k=" + std::to_string(k) + " n=" + std::to_string(n));
   }
   // Dividing back instead of multiplying: a product that wrapped would pass.
   const auto holds = [](size_t size, uint64_t rows, uint64_t cols) { return size / rows == cols && size % rows == 0; };
-  if (!holds(lhs.size(), m, k) || !holds(rhs.size(), k, n) || !holds(out_size, m, n)) {
-    throw Error(ErrorKind::kInternal, "MXU matmul spans of " + std::to_string(lhs.size()) + ", " +
-                                          std::to_string(rhs.size()) + " and " + std::to_string(out_size) +
+  if (!holds(lhs_size, m, k) || !holds(rhs_size, k, n) || !holds(out_size, m, n)) {
+    throw Error(ErrorKind::kInternal, "MXU matmul spans of " + std::to_string(lhs_size) + ", " +
+                                          std::to_string(rhs_size) + " and " + std::to_string(out_size) +
                                           " values do not fit m=" + std::to_string(m) + " k=" + std::to_string(k) +
                                           " n=" + std::to_string(n));
   }
@@ -116,7 +115,7 @@ void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::
   if (isInt8Pair(numerics)) {
     throw Error(ErrorKind::kInternal, "int8 x int8 MXU matmul accumulates in int32: use the int32 mxuMatmul");
   }
-  checkShapes(lhs, rhs, out.size(), m, k, n);
+  checkShapes(lhs.size(), rhs.size(), out.size(), m, k, n);
   const std::span<const MatmulPass> passes = matmulPassOrder(numerics);
   const int pass_count = static_cast<int>(passes.size());
   const Operand a = prepareOperand(numerics.lhs_dtype, lhs, pass_count);
@@ -150,25 +149,31 @@ void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::
 
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::span<const float> rhs,
                std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n) {
+  // The byte overload checks the numerics and the sizes.
+  std::vector<int8_t> a(lhs.size());
+  std::vector<int8_t> b(rhs.size());
+  for (size_t i = 0; i < lhs.size(); ++i) a[i] = floatToInt8(lhs[i]);
+  for (size_t i = 0; i < rhs.size(); ++i) b[i] = floatToInt8(rhs[i]);
+  mxuMatmul(numerics, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, n);
+}
+
+void mxuMatmul(const MatmulNumerics& numerics, std::span<const int8_t> lhs, std::span<const int8_t> rhs,
+               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n) {
   checkMatmulNumerics(numerics);
   if (!isInt8Pair(numerics)) {
     throw Error(ErrorKind::kInternal, std::string("the int32 mxuMatmul takes int8 x int8 only, got ") +
                                           dtypeName(numerics.lhs_dtype) + " x " + dtypeName(numerics.rhs_dtype));
   }
-  checkShapes(lhs, rhs, out.size(), m, k, n);
-  std::vector<int32_t> a(lhs.size());
-  std::vector<int32_t> b(rhs.size());
-  for (size_t i = 0; i < lhs.size(); ++i) a[i] = floatToInt8(lhs[i]);
-  for (size_t i = 0; i < rhs.size(); ++i) b[i] = floatToInt8(rhs[i]);
+  checkShapes(lhs.size(), rhs.size(), out.size(), m, k, n);
   // In uint32, where overflow wraps by definition (signed overflow is UB);
   // a product of two int8 values always fits int32.
   std::vector<uint32_t> acc(n);
   for (uint64_t i = 0; i < m; ++i) {
     std::fill(acc.begin(), acc.end(), 0u);
     for (uint64_t kk = 0; kk < k; ++kk) {
-      const int32_t av = a[i * k + kk];
-      const int32_t* b_row = b.data() + kk * n;
-      for (uint64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(av * b_row[j]);
+      const int32_t av = lhs[i * k + kk];
+      const int8_t* b_row = rhs.data() + kk * n;
+      for (uint64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(av * int32_t{b_row[j]});
     }
     for (uint64_t j = 0; j < n; ++j) out[i * n + j] = static_cast<int32_t>(acc[j]);  // modular since C++20
   }

@@ -87,8 +87,11 @@ void checkMatmulNumerics(const MatmulNumerics& numerics);
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::span<const float> rhs,
                std::span<float> out, uint64_t m, uint64_t k, uint64_t n);
 
-// int8 x int8 only, into exact (wrapping) int32.
+// int8 x int8 only, into exact (wrapping) int32: the operands as floats (each rounded to
+// int8 first, saturating), or as bytes.
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::span<const float> rhs,
+               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n);
+void mxuMatmul(const MatmulNumerics& numerics, std::span<const int8_t> lhs, std::span<const int8_t> rhs,
                std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n);
 
 }  // namespace tpusim::numerics

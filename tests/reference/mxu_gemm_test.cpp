@@ -52,6 +52,34 @@ TEST(MxuGemm, AMatmulGivesTheMxuNumericsBits) {
   }
 }
 
+// int8 x int8 into int32, batched: a transposed per item ([3, 7, 5] read as [3, 5, 7]), b one
+// matrix for every item. The sums are exact: a direct triple loop in int64 gives them.
+TEST(MxuGemm, Int8MatmulsSumExactlyWithTransposedAndSharedOperands) {
+  ir::Graph g;
+  const int a = g.addInput("a", {3, 7, 5}, DType::kInt8, ir::TensorRole::kInput);
+  const int b = g.addInput("b", {7, 4}, DType::kInt8, ir::TensorRole::kInput);
+  const int y = g.matmul("y", a, b, true, false);
+  g.markOutput(y);
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> byte(-128, 127);
+  ir::TensorValue av = ir::TensorValue::zeros({3, 7, 5}, DType::kInt8),
+                  bv = ir::TensorValue::zeros({7, 4}, DType::kInt8);
+  for (int64_t& v : av.ints) v = byte(rng);
+  for (int64_t& v : bv.ints) v = byte(rng);
+  av.ints[0] = bv.ints[0] = -128;  // the extreme product, 16384
+  const ir::TensorValue got = CpuExecutor(g, {}).run({{"a", av}, {"b", bv}})[static_cast<size_t>(y)];
+  ASSERT_EQ(got.dtype, DType::kInt32);
+  for (int item = 0; item < 3; ++item) {
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        int64_t sum = 0;
+        for (int k = 0; k < 7; ++k) sum += av.ints[(item * 7 + k) * 5 + i] * bv.ints[k * 4 + j];
+        EXPECT_EQ(got.ints[(item * 5 + i) * 4 + j], sum) << item << " " << i << " " << j;
+      }
+    }
+  }
+}
+
 // max |mxu - direct| / max |direct| over the output.
 double normwiseError(const ir::TensorValue& mxu, const ir::TensorValue& direct) {
   double worst = 0, scale = 0;
