@@ -172,7 +172,7 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   run.inputs = generatedInputs(built, request.seed);
   std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, request.seed, degrees.dp);
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
-  const reference::CpuExecutor executor(graph, reference::CpuOptions{1, mxu});
+  const reference::CpuExecutor executor(graph, reference::CpuOptions{request.threads, mxu});
   const auto& tensors = graph.tensors();
   const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
                                        [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });

@@ -202,7 +202,7 @@ RunOutcome runPrecisionRule(const RunRequest& request) {
     const ModelGraph& built = graphOf(policy);
     std::map<std::string, ir::TensorValue> feeds = carried;
     for (auto& [name, value] : generatedInputs(built, request.seed + s)) feeds[name] = std::move(value);
-    const reference::CpuExecutor executor(built.graph, reference::CpuOptions{1, mxu});
+    const reference::CpuExecutor executor(built.graph, reference::CpuOptions{request.threads, mxu});
     const StepValues step = runStep(built, executor, completeFeeds(built, std::move(feeds)), scale);
     for (int id : stepOutputIds(built.graph)) {
       const ir::Tensor& out = built.graph.tensor(id);

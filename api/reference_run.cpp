@@ -69,7 +69,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   ReferenceOutcome outcome;
   outcome.inputs = generatedInputs(built, run.seed);
-  reference::CpuOptions options{request.threads, std::nullopt};
+  reference::CpuOptions options{request.run.threads, std::nullopt};
   if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
   const std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, run.seed, request.replicas);
   std::vector<reference::TimedRun> runs;
@@ -93,7 +93,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   r["backend"] = request.backend;
   r["device"] = cuda ? device->name + " (sm_" + std::to_string(device->compute_capability) + ", " +
                            std::to_string(device->memory_bytes >> 30) + " GiB)"
-                     : "host CPU, " + std::to_string(request.threads) + " thread(s) of " +
+                     : "host CPU, " + std::to_string(request.run.threads) + " thread(s) of " +
                            std::to_string(std::thread::hardware_concurrency());
   if (cuda) r["device_libraries"] = device->libraries;
   r["model"] = std::filesystem::path(request.run.model_path).filename().string();

@@ -18,10 +18,9 @@ namespace tpusim {
 inline constexpr const char* kReferenceReportKind = "reference";
 
 struct ReferenceRequest {
-  RunRequest run;                    // the model, its mode, batch and training options, the preset, the seed
+  RunRequest run;  // the model, its mode, batch and training options, the preset, the seed, the CPU threads
   std::string backend = "cpu";       // cpu or cuda
   std::string numerics = "reference";  // reference (the kernels' own order) or mxu (as the preset's MXUs compute)
-  int threads = 1;                   // CPU backend
   int64_t replicas = 1;              // cuda: data parallel over this many GPUs (NCCL all-reduce)
   reference::TimingOptions timing;
 };

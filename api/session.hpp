@@ -72,6 +72,9 @@ struct RunRequest {
   // Compute the step's values too, with the MXU's numerics (api/functional.hpp).
   bool functional = false;
   uint64_t seed = 0;  // of the functional run's generated inputs
+  // CPU threads of the functional run and of the CPU reference backend: they split
+  // each op's output and do not change its bits (1 to reference::kMaxCpuThreads).
+  int threads = 1;
   // Run this many steps fed by the host's input pipeline and PCIe infeed (api/host_run.hpp);
   // 0: one step with its inputs already in HBM.
   uint64_t steps = 0;

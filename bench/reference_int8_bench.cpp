@@ -2,7 +2,7 @@
 // --precision int8): traces/mlp.onnx's first layer at batch 8 (8 x 784 by a transposed
 // 512 x 784 weight) and a ResNet-50 layer2 3x3 convolution (batch 2, 128 channels, 28 x 28).
 // Each iteration is one mxuCompute call, as the executor makes it per op: packing the
-// operands, the sums, and writing the result.
+// operands, the sums, and writing the result, on 1 or 2 threads (the argument).
 // Run: build/bench/reference_int8_bench (quote medians and the machine).
 #include <benchmark/benchmark.h>
 
@@ -29,7 +29,7 @@ void product(benchmark::State& state, const tpusim::ir::Op& op, const Shape& a, 
   const TensorValue lhs = randomInt8(a), rhs = randomInt8(b);
   for (auto _ : state) {
     TensorValue out = TensorValue::zeros(y, DType::kInt32);
-    tpusim::reference::mxuCompute(op, {&lhs, &rhs}, out, {});
+    tpusim::reference::mxuCompute(op, {&lhs, &rhs}, out, {}, static_cast<int>(state.range(0)));
     benchmark::DoNotOptimize(out.ints.data());
   }
   state.counters["GMAC/s"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -51,7 +51,7 @@ void resnetConv(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(mlpLayer)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(resnetConv)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(mlpLayer)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(resnetConv)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

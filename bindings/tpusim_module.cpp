@@ -105,13 +105,15 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
       request.steps = value.cast<uint64_t>();
     else if (name == "seed")
       request.seed = value.cast<uint64_t>();
+    else if (name == "threads")
+      request.threads = value.cast<int>();
     else {
       throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
                           "unknown keyword argument '" + name +
                               "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
                               "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
                               "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
-                              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed)");
+                              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed, threads)");
     }
   }
 }
@@ -193,7 +195,7 @@ py::object referenceReport(const std::string& path, std::optional<std::string> o
   request.run = modelRequest(path, hw, std::move(mode), batch, overrides, training);
   request.backend = backend;
   request.numerics = numerics;
-  request.threads = threads;
+  request.run.threads = threads;
   request.replicas = replicas;
   request.timing.warmup = warmup;
   request.timing.repeats = repeats;
@@ -362,7 +364,8 @@ PYBIND11_MODULE(_core, m) {
         "epsilon, weight_decay, adamw, micro_batches, remat (docs/frontend.md); also precision (float32, "
         "mixed_bfloat16, mixed_float16, int8 with mode='inference'), precision_rule, precision_rule_steps, "
         "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, dp, tp, pp (with micro_batches and "
-        "pipeline_schedule), strategy, workers, steps, seed.");
+        "pipeline_schedule), strategy, workers, steps, seed, threads (CPU threads of functional=True; the values "
+        "do not depend on it).");
   m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4",
         py::arg("mode") = py::none(), py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
         "Compile a model for a preset and write its Program (.tpuprog binary, .tpuprog.txt text), as tpusim "

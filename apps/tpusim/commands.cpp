@@ -45,12 +45,15 @@ int runCommand(const std::vector<std::string>& args) {
   bool functional = false;
   bool no_progress = false;
   uint64_t seed = 0;
+  int threads = 1;
   uint64_t steps = 0;
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir),
                      "directory for report.json, the CSVs, trace.json and report.html")(
       "functional", po::bool_switch(&functional),
       "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
       "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
+      "threads", po::value(&threads)->default_value(threads),
+      "CPU threads of the functional run (and --precision-rule's real steps); the values do not depend on it")(
       "steps", po::value(&steps)->default_value(steps),
       "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
       "precision-schedule", po::value(&o.training.precision_schedule),
@@ -72,6 +75,7 @@ int runCommand(const std::vector<std::string>& args) {
   request.instruction_timeline = !no_instructions;
   request.functional = functional;
   request.seed = seed;
+  request.threads = threads;
   request.steps = steps;
   applyStrategyOptions(strategy, request);
   if (!no_progress) request.progress = progressTo(std::cerr, isatty(STDERR_FILENO) != 0);

@@ -22,15 +22,17 @@ int referenceCommand(const std::vector<std::string>& args) {
   ModelOptions o;
   std::string out_dir = "tpusim-reference";
   ReferenceRequest request;
+  uint64_t seed = 0;
+  int threads = 1;
   po::options_description desc = modelOptions(o);
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir), "directory for report.json")(
       "backend", po::value(&request.backend)->default_value(request.backend),
       "cpu, or cuda (an NVIDIA GPU; exit code 6 when none is found)")(
       "numerics", po::value(&request.numerics)->default_value(request.numerics),
       "reference (the kernels' own order) or mxu (matmuls as the preset's MXUs compute them)")(
-      "seed", po::value(&request.run.seed)->default_value(request.run.seed),
+      "seed", po::value(&seed)->default_value(seed),
       "seed of the generated inputs (as tpusim run --functional --seed)")(
-      "threads", po::value(&request.threads)->default_value(request.threads), "CPU backend threads")(
+      "threads", po::value(&threads)->default_value(threads), "CPU backend threads")(
       "replicas", po::value(&request.replicas)->default_value(request.replicas),
       "data parallel over this many replicas, each gradient summed across them (cuda: one GPU each, NCCL)")(
       "warmup", po::value(&request.timing.warmup)->default_value(request.timing.warmup),
@@ -39,9 +41,9 @@ int referenceCommand(const std::vector<std::string>& args) {
       "timed runs; each op's time is its median over them");
   if (!parse(args, desc, "usage: tpusim reference MODEL [options]", true, &o.model)) return 0;
   setLogLevel(o.log_level);
-  const uint64_t seed = request.run.seed;
   request.run = toRequest(o);
   request.run.seed = seed;
+  request.run.threads = threads;
   const ReferenceOutcome outcome = runReferenceBackend(request);
   writeReferenceFiles(outcome, out_dir);
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();

@@ -182,8 +182,15 @@ T unaryDerivative(ir::UnaryKind kind, T x, T y) {
 
 }  // namespace
 
+void checkCpuThreads(int threads) {
+  if (threads < 1 || threads > kMaxCpuThreads) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "threads must be 1 to " + std::to_string(kMaxCpuThreads) + ", got " + std::to_string(threads));
+  }
+}
+
 CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(graph), m_options(options) {
-  if (m_options.threads < 1) throw Error(ErrorKind::kInvalidConfig, "the CPU executor needs at least one thread");
+  checkCpuThreads(m_options.threads);
 }
 
 std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
@@ -626,7 +633,7 @@ void CpuExecutor::runOp(const ir::Op& op, std::vector<TensorValue>& values) cons
   if ((m_options.mxu && runsOnMxu(op, input_dtype)) || int8) {
     std::vector<const TensorValue*> inputs;
     for (int input : op.inputs) inputs.push_back(&values[static_cast<size_t>(input)]);
-    mxuCompute(op, inputs, out, m_options.mxu.value_or(MxuNumericsOptions{}));
+    mxuCompute(op, inputs, out, m_options.mxu.value_or(MxuNumericsOptions{}), m_options.threads);
   } else if (out.dtype == DType::kF64) {
     computeOp<double>(op, values, out, m_options.threads);
   } else {

@@ -15,8 +15,14 @@
 
 namespace tpusim::reference {
 
+// More threads than this is a typo, not a machine.
+inline constexpr int kMaxCpuThreads = 1024;
+
+// Throws an invalid-config Error unless 1 <= threads <= kMaxCpuThreads.
+void checkCpuThreads(int threads);
+
 struct CpuOptions {
-  int threads = 1;  // results do not depend on it
+  int threads = 1;  // 1 to kMaxCpuThreads; results do not depend on it
   // Set: matmuls and convolutions are computed as the MXU computes them
   // (mxu_gemm.hpp), for the simulator's functional mode; unset: the reference
   // kernels' own order in the op's dtype.

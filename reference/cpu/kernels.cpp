@@ -3,32 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
-#include <thread>
 
 #include "reference/cpu/broadcast.hpp"
 #include "sim/common/error.hpp"
+#include "sim/common/parallel_rows.hpp"
 
 namespace tpusim::reference {
-
-namespace {
-
-// Runs body(begin, end) over [0, count) in `threads` contiguous chunks.
-template <typename Body>
-void parallelRows(int64_t count, int threads, Body body) {
-  const int64_t workers = std::max<int64_t>(1, std::min<int64_t>(threads, count));
-  if (workers == 1) {
-    body(0, count);
-    return;
-  }
-  const int64_t chunk = (count + workers - 1) / workers;
-  std::vector<std::thread> pool;
-  for (int64_t begin = 0; begin < count; begin += chunk) {
-    pool.emplace_back(body, begin, std::min(count, begin + chunk));
-  }
-  for (std::thread& thread : pool) thread.join();
-}
-
-}  // namespace
 
 template <typename T>
 void matmul(std::span<const double> a, std::span<const double> b, std::span<double> out, int64_t m, int64_t k,

@@ -8,29 +8,39 @@ namespace {
 
 using ir::OpType;
 
-numerics::MatmulNumerics numericsFor(DType dtype, const MxuNumericsOptions& options) {
-  numerics::MatmulNumerics n;
+// How an op's GEMMs run: the MXU's numerics, on `threads` threads (which
+// split the rows of each GEMM's output and do not change its bits).
+struct GemmSetup {
+  numerics::MatmulNumerics numerics;
+  int threads = 1;
+};
+
+GemmSetup setupFor(DType dtype, const MxuNumericsOptions& options, int threads) {
+  GemmSetup setup;
+  numerics::MatmulNumerics& n = setup.numerics;
   n.lhs_dtype = n.rhs_dtype = dtype;
   n.precision = options.precision;
   n.dataflow = options.dataflow;
   n.rows = options.rows;
-  return n;
+  setup.threads = threads;
+  return setup;
 }
 
 // out[m, n] = a[m, k] x b[k, n] through the MXU's numerics: f32 sums of float operands
 // (rounded to their dtype or split into bf16 passes by mxuMatmul).
-std::vector<float> gemm(const numerics::MatmulNumerics& n, const std::vector<float>& a, const std::vector<float>& b,
+std::vector<float> gemm(const GemmSetup& n, const std::vector<float>& a, const std::vector<float>& b,
                         uint64_t m, uint64_t k, uint64_t cols) {
   std::vector<float> out(m * cols);
-  numerics::mxuMatmul(n, a, b, out, m, k, cols);
+  numerics::mxuMatmul(n.numerics, a, b, out, m, k, cols, n.threads);
   return out;
 }
 
 // The same for int8 operands: exact (wrapping) int32 sums.
-std::vector<int32_t> gemm(const numerics::MatmulNumerics& n, const std::vector<int8_t>& a, const std::vector<int8_t>& b,
+std::vector<int32_t> gemm(const GemmSetup& n, const std::vector<int8_t>& a, const std::vector<int8_t>& b,
                           uint64_t m, uint64_t k, uint64_t cols) {
   std::vector<int32_t> out(m * cols);
-  numerics::mxuMatmul(n, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, cols);
+  numerics::mxuMatmul(n.numerics, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, cols,
+                      n.threads);
   return out;
 }
 
@@ -53,7 +63,7 @@ void packMatrix(const Src* from, bool transposed, uint64_t rows, uint64_t cols, 
 template <typename E, typename Src, typename Dst>
 void matmul(const ir::Op& op, const ir::Shape& a_shape, const std::vector<Src>& a, const ir::Shape& b_shape,
             const std::vector<Src>& b, const ir::Shape& out_shape, std::vector<Dst>& out,
-            const numerics::MatmulNumerics& n) {
+            const GemmSetup& n) {
   const size_t rank = out_shape.size();
   const auto m = static_cast<uint64_t>(out_shape[rank - 2]), cols = static_cast<uint64_t>(out_shape[rank - 1]);
   const auto k = static_cast<uint64_t>(op.transpose_a ? a_shape[a_shape.size() - 2] : a_shape.back());
@@ -131,7 +141,7 @@ std::vector<E> im2col(const Patches& p, const std::vector<Src>& x, int64_t group
 // (floats or ints) of the tensors `p` describes.
 template <typename E, typename Src, typename Dst>
 void convForward(const Patches& p, const std::vector<Src>& x, const std::vector<Src>& w, std::vector<Dst>& y,
-                 const numerics::MatmulNumerics& n) {
+                 const GemmSetup& n) {
   for (int64_t group = 0; group < p.g.group; ++group) {
     std::vector<E> wt(p.cols() * p.outPerGroup());  // w_g^T [C/g*KH*KW, M/g]
     for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
@@ -151,7 +161,7 @@ void convForward(const Patches& p, const std::vector<Src>& x, const std::vector<
 // The gradients of a convolution, in float: in[0] is dy for the input gradient, x for the
 // weight gradient.
 void convGradient(const ir::Op& op, const std::vector<const ir::TensorValue*>& in, ir::TensorValue& out,
-                  const numerics::MatmulNumerics& n) {
+                  const GemmSetup& n) {
   const int64_t groups = op.conv.group;
   const bool input_grad = op.type == OpType::kConvGradInput;
   const ir::Shape& x_shape = input_grad ? out.shape : in[0]->shape;
@@ -210,8 +220,8 @@ bool isInt8Product(const ir::Op& op, DType dtype) {
 }
 
 void mxuCompute(const ir::Op& op, const std::vector<const ir::TensorValue*>& inputs, ir::TensorValue& out,
-                const MxuNumericsOptions& options) {
-  const numerics::MatmulNumerics n = numericsFor(inputs[0]->dtype, options);
+                const MxuNumericsOptions& options, int threads) {
+  const GemmSetup n = setupFor(inputs[0]->dtype, options, threads);
   const ir::TensorValue& a = *inputs[0];
   const ir::TensorValue& b = *inputs[1];
   if (isInt8Product(op, a.dtype)) {  // int8 operands packed as bytes, int32 sums into out.ints

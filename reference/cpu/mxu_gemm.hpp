@@ -35,8 +35,9 @@ bool runsOnMxu(const ir::Op& op, DType dtype);
 bool isInt8Product(const ir::Op& op, DType dtype);
 
 // Fills `out` (zeros of the output's shape and dtype) with the op's value; an int8
-// product's out is int32.
+// product's out is int32. Each GEMM's rows are split over `threads` threads; the
+// bits do not depend on how many.
 void mxuCompute(const ir::Op& op, const std::vector<const ir::TensorValue*>& inputs, ir::TensorValue& out,
-                const MxuNumericsOptions& options);
+                const MxuNumericsOptions& options, int threads = 1);
 
 }  // namespace tpusim::reference

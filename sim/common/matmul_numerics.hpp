@@ -83,15 +83,16 @@ void checkMatmulNumerics(const MatmulNumerics& numerics);
 // The float-accumulating pairs (bf16, f16, f32). int8 x int8 is rejected here:
 // an int32 result above 2^24 does not survive a float, so it has its own
 // overload. Zero dimensions are an invalid-input Error; spans whose sizes are
-// not m*k, k*n and m*n are an internal Error.
+// not m*k, k*n and m*n are an internal Error. `threads` threads split the
+// rows of out between them; the bits do not depend on how many.
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::span<const float> rhs,
-               std::span<float> out, uint64_t m, uint64_t k, uint64_t n);
+               std::span<float> out, uint64_t m, uint64_t k, uint64_t n, int threads = 1);
 
 // int8 x int8 only, into exact (wrapping) int32: the operands as floats (each rounded to
 // int8 first, saturating), or as bytes.
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const float> lhs, std::span<const float> rhs,
-               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n);
+               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n, int threads = 1);
 void mxuMatmul(const MatmulNumerics& numerics, std::span<const int8_t> lhs, std::span<const int8_t> rhs,
-               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n);
+               std::span<int32_t> out, uint64_t m, uint64_t k, uint64_t n, int threads = 1);
 
 }  // namespace tpusim::numerics

@@ -147,6 +147,65 @@ TEST(MxuMatmul, MatchesTheLiteralContractBitForBit) {
   EXPECT_EQ(cases, 5 * 3 * 3 * 3);
 }
 
+TEST(MxuMatmul, TilesAndThreadsKeepTheContractsBits) {
+  // mxuMatmul computes 4 x 8 output tiles over K chunks of 128 and rhs panels of 512
+  // columns, its rows split over the threads: m = 37 leaves 1- to 3-row tiles at every
+  // split, n = 530 a second panel and a 2-column edge, K = 300 three chunks, and rows
+  // 200 (and output-stationary's one block of all K) block sums that span chunks.
+  const uint64_t m = 37;
+  const uint64_t k = 300;
+  const uint64_t n = 530;
+  struct Case {
+    Mode mode;
+    Dataflow dataflow;
+    uint64_t rows;
+  };
+  const Case cases[] = {{{DType::kBF16, MatmulPrecision::kDefault}, Dataflow::kWeightStationary, 128},
+                        {{DType::kBF16, MatmulPrecision::kDefault}, Dataflow::kWeightStationary, 200},
+                        {{DType::kF16, MatmulPrecision::kDefault}, Dataflow::kOutputStationary, 128},
+                        {{DType::kF32, MatmulPrecision::kHighest}, Dataflow::kInputStationary, 200},
+                        {{DType::kF32, MatmulPrecision::kHigh}, Dataflow::kOutputStationary, 128}};
+  std::mt19937 rng(77);
+  for (const Case& c : cases) {
+    const int max_exp = c.mode.dtype == DType::kF16 ? 6 : 20;
+    const std::vector<float> lhs = wideValues(rng, m * k, -20, max_exp);
+    const std::vector<float> rhs = wideValues(rng, k * n, -20, max_exp);
+    const MatmulNumerics numerics{c.mode.dtype, c.mode.dtype, c.mode.precision, c.dataflow, c.rows};
+    const std::vector<float> want = referenceMatmul(numerics, lhs, rhs, m, k, n, contractPasses(numerics));
+    for (int threads : {1, 2, 3}) {
+      std::vector<float> got(m * n, 1.0f);  // not zeros: every element must be written
+      mxuMatmul(numerics, lhs, rhs, got, m, k, n, threads);
+      const int64_t bad = firstBitDifference(got, want);
+      EXPECT_EQ(bad, -1) << dtypeName(c.mode.dtype) << " precision " << int(c.mode.precision) << " dataflow "
+                         << int(c.dataflow) << " R=" << c.rows << " threads " << threads << ": element " << bad;
+    }
+  }
+}
+
+TEST(MxuMatmul, Int8ThreadsKeepTheExactWrappedSums) {
+  const uint64_t m = 11;
+  const uint64_t k = 70;
+  const uint64_t n = 9;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> values(-128, 127);
+  std::vector<int8_t> lhs(m * k);
+  std::vector<int8_t> rhs(k * n);
+  for (int8_t& v : lhs) v = static_cast<int8_t>(values(rng));
+  for (int8_t& v : rhs) v = static_cast<int8_t>(values(rng));
+  const MatmulNumerics numerics{DType::kInt8, DType::kInt8};
+  for (int threads : {1, 2, 4}) {
+    std::vector<int32_t> out(m * n, 1);
+    mxuMatmul(numerics, std::span<const int8_t>(lhs), std::span<const int8_t>(rhs), out, m, k, n, threads);
+    for (uint64_t i = 0; i < m; ++i) {
+      for (uint64_t j = 0; j < n; ++j) {
+        int64_t sum = 0;
+        for (uint64_t kk = 0; kk < k; ++kk) sum += int64_t{lhs[i * k + kk]} * rhs[kk * n + j];
+        ASSERT_EQ(out[i * n + j], sum) << "threads " << threads << " at " << i << "," << j;
+      }
+    }
+  }
+}
+
 // x with its low 16 bits replaced by `low` (bit 15 clear): hi = bf16(x) is
 // x truncated, whatever `low` is, so two such values share hi.
 float withLowBits(float x, uint32_t low) {

@@ -64,6 +64,32 @@ def test_functional_runs_are_deterministic_and_follow_the_seed(tpusim_bin, tmp_p
     assert (tmp_path / "a" / "report.json").read_bytes() == (tmp_path / "b" / "report.json").read_bytes()
 
 
+def test_functional_threads_do_not_change_a_bit(tpusim_bin, tmp_path):
+    """--threads splits each GEMM's rows and each op's output: every tensor and the report
+    stay those of one thread, from the CLI and from run(threads=...)."""
+    run(tpusim_bin, tmp_path / "one", "--threads", "1")
+    run(tpusim_bin, tmp_path / "two", "--threads", "2")
+    tpusim.run(str(TRACES / "mlp.onnx"), batch=8, out=str(tmp_path / "py"), functional=True, threads=3,
+               progress=False)
+    files = sorted(p.name for p in (tmp_path / "one" / "functional").glob("*.npy"))
+    assert "logits.npy" in files and "0.weight_updated.npy" in files
+    for other in ("two", "py"):
+        assert sorted(p.name for p in (tmp_path / other / "functional").glob("*.npy")) == files
+        for name in files:
+            assert (tmp_path / other / "functional" / name).read_bytes() == \
+                (tmp_path / "one" / "functional" / name).read_bytes(), (other, name)
+    assert (tmp_path / "one" / "report.json").read_bytes() == (tmp_path / "two" / "report.json").read_bytes()
+
+
+@pytest.mark.parametrize("threads,functional", [("0", ["--functional"]), ("1025", ["--functional"]), ("0", [])])
+def test_thread_counts_outside_1_to_1024_are_refused(tpusim_bin, tmp_path, threads, functional):
+    result = subprocess.run([tpusim_bin, "run", str(TRACES / "mlp.onnx"), "--batch", "8", "--out", str(tmp_path),
+                             *functional, "--threads", threads], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"threads must be 1 to 1024, got {threads}" in lines[0], result.stderr
+
+
 def test_functional_values_are_the_python_reference_with_mxu_numerics_bit_for_bit(tpusim_bin, tmp_path):
     report = run(tpusim_bin, tmp_path, "--matmul-precision", "high")
     feeds = {"image": load(tmp_path, report, "image"), "labels": load(tmp_path, report, "labels")}

@@ -552,6 +552,20 @@ TEST(CpuExecutor, BadFeedsAreErrors) {
   }
 }
 
+TEST(CpuExecutor, ThreadCountsOutsideOneTo1024AreConfigErrors) {
+  const MlpStep step(8);
+  for (int threads : {0, -2, kMaxCpuThreads + 1}) {
+    try {
+      CpuExecutor(step.graph, CpuOptions{threads, std::nullopt});
+      FAIL() << "expected an error for " << threads << " threads";
+    } catch (const Error& error) {
+      EXPECT_EQ(error.kind(), ErrorKind::kInvalidConfig);
+      EXPECT_EQ(std::string(error.what()), "threads must be 1 to 1024, got " + std::to_string(threads));
+    }
+  }
+  EXPECT_NO_THROW(CpuExecutor(step.graph, CpuOptions{kMaxCpuThreads, std::nullopt}));
+}
+
 TEST(CpuExecutor, ShippedMlpInitializersAreRead) {
   const ImportedModel model = importOnnxFile(TPUSIM_SOURCE_DIR "/traces/mlp.onnx", OnnxImportOptions{2});
   ASSERT_EQ(model.initializers.size(), 6u);

@@ -119,6 +119,16 @@ TEST(MxuGemm, ConvolutionsAndTheirGradientsMapToTheirGemms) {
     EXPECT_LT(bf16, 1e-2) << g.tensor(out).name;
     EXPECT_GT(bf16, 1e-5) << g.tensor(out).name;  // one bf16 pass does round the inputs
   }
+  // Threads split each GEMM's rows: the bits stay those of one thread.
+  for (int threads : {2, 3}) {
+    CpuOptions options = mxuOptions(numerics::MatmulPrecision::kHighest);
+    options.threads = threads;
+    const auto threaded = CpuExecutor(g, options).run(feeds);
+    for (int out : {y, dx, dw}) {
+      const auto i = static_cast<size_t>(out);
+      EXPECT_EQ(threaded[i].floats, highest[i].floats) << g.tensor(out).name << " with " << threads << " threads";
+    }
+  }
 }
 
 }  // namespace
