@@ -36,13 +36,15 @@ void gemm(benchmark::State& state, DType dtype, MatmulPrecision precision, uint6
     tpusim::numerics::mxuMatmul(numerics, lhs, rhs, out, m, k, n, static_cast<int>(state.range(0)));
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(m * k * n) * 1e-9 *
-                                                    tpusim::numerics::matmulPasses(numerics),
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(static_cast<double>(m * k * n) * 1e-9 * tpusim::numerics::matmulPasses(numerics),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // layer2's 3x3 convolution: y = im2col(x) x w^T, dx columns = dy x w, dw = dy^T x im2col(x).
-void convForwardBf16(benchmark::State& state) { gemm(state, DType::kBF16, MatmulPrecision::kDefault, 1568, 1152, 128); }
+void convForwardBf16(benchmark::State& state) {
+  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 1568, 1152, 128);
+}
 void convGradInputBf16(benchmark::State& state) {
   gemm(state, DType::kBF16, MatmulPrecision::kDefault, 1568, 128, 1152);
 }
@@ -50,7 +52,9 @@ void convGradWeightBf16(benchmark::State& state) {
   gemm(state, DType::kBF16, MatmulPrecision::kDefault, 128, 1568, 1152);
 }
 // conv1: 7x7 over 3 channels, 64 filters, 112 x 112 outputs of 2 images.
-void conv1ForwardBf16(benchmark::State& state) { gemm(state, DType::kBF16, MatmulPrecision::kDefault, 25088, 147, 64); }
+void conv1ForwardBf16(benchmark::State& state) {
+  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 25088, 147, 64);
+}
 void convForwardF32Default(benchmark::State& state) {
   gemm(state, DType::kF32, MatmulPrecision::kDefault, 1568, 1152, 128);
 }

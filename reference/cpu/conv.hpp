@@ -1,6 +1,10 @@
 // 2-D convolution on the CPU, forward and both gradients, by direct loops.
-// All three walk the same (n, m, oh, ow, c, kh, kw) index space, so each
-// output element accumulates its terms in a fixed order.
+// The contract (tests/reference/conv_test.cpp): each output element sums its
+// terms from zero in T, every product and sum rounded, in a fixed order --
+// y[n, m, oh, ow] over (c, kh, kw), dx[n, c, h, w] over (m, oh, ow) and
+// dw[m, c, kh, kw] over (n, oh, ow), increasing -- skipping the terms that
+// fall in the padding: the order of a walk of the (n, m, oh, ow, c, kh, kw)
+// index space. The CUDA backend's host device runs these passes too.
 #pragma once
 
 #include <cstdint>

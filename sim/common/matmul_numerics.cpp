@@ -95,7 +95,9 @@ Lane loadLane(const float* from) {
   return lane;
 }
 
-void storeLane(float* to, const Lane& lane) { std::memcpy(to, &lane, sizeof(lane)); }
+void storeLane(float* to, const Lane& lane) {
+  std::memcpy(to, &lane, sizeof(lane));
+}
 
 // One tile over one K chunk: s = s + a*b for each k in order; a block's
 // partial sums s start at zero on its first chunk and are added to the
@@ -127,8 +129,8 @@ void sumTile(const float* a, uint64_t lda, const float* b, uint64_t chunk, float
   }
 }
 
-void sumRows(int rows, const float* a, uint64_t lda, const float* b, uint64_t chunk, float* s, float* acc,
-             uint64_t ld, bool first, bool last) {
+void sumRows(int rows, const float* a, uint64_t lda, const float* b, uint64_t chunk, float* s, float* acc, uint64_t ld,
+             bool first, bool last) {
   switch (rows) {
     case 1: return sumTile<1>(a, lda, b, chunk, s, acc, ld, first, last);
     case 2: return sumTile<2>(a, lda, b, chunk, s, acc, ld, first, last);
@@ -173,12 +175,12 @@ void tiledPass(const float* lhs, const float* rhs, float* out, float* edge, uint
         for (uint64_t i0 = 0; i0 < rows; i0 += kTileRows) {
           const int tile_rows = static_cast<int>(std::min<uint64_t>(kTileRows, rows - i0));
           for (uint64_t j0 = p0; j0 < p1; j0 += kTileCols) {
-            const TileSums sums =
-                j0 < whole ? TileSums{chunked ? partial.data() + i0 * n + j0 : nullptr, out + i0 * n + j0, n}
-                           : TileSums{chunked ? edge_partial.data() + i0 * kTileCols : nullptr,
-                                      edge + i0 * kTileCols, kTileCols};
-            sumRows(tile_rows, lhs + i0 * k + c0, k, packed.data() + (j0 - p0) * chunk, chunk, sums.partial,
-                    sums.acc, sums.ld, c0 == b0, c1 == b1);
+            const TileSums sums = j0 < whole
+                                      ? TileSums{chunked ? partial.data() + i0 * n + j0 : nullptr, out + i0 * n + j0, n}
+                                      : TileSums{chunked ? edge_partial.data() + i0 * kTileCols : nullptr,
+                                                 edge + i0 * kTileCols, kTileCols};
+            sumRows(tile_rows, lhs + i0 * k + c0, k, packed.data() + (j0 - p0) * chunk, chunk, sums.partial, sums.acc,
+                    sums.ld, c0 == b0, c1 == b1);
           }
         }
       }
