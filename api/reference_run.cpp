@@ -78,8 +78,10 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   } else {
     runs = reference::CpuExecutor(graph, options).runTimedReplicas(feeds, request.timing);
   }
-  // An op's time is its slowest replica's; the values are replica 0's.
-  reference::TimedRun timed = runs.front();
+  // An op's time is its slowest replica's; the values are replica 0's, read where they are
+  // (every tensor of the step: gigabytes for a CNN).
+  const std::vector<ir::TensorValue>& values = runs.front().values;
+  reference::TimedRun timed{{}, runs.front().op_seconds, runs.front().device_peak_bytes, runs.front().op_kernels};
   for (const reference::TimedRun& replica : runs) {
     for (size_t i = 0; i < timed.op_seconds.size(); ++i) {
       timed.op_seconds[i] = std::max(timed.op_seconds[i], replica.op_seconds[i]);
@@ -154,7 +156,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   for (int id : stepOutputIds(graph)) {
     const ir::Tensor& tensor = graph.tensor(id);
     const ir::Op* producer = graph.producer(id);
-    const ir::TensorValue& value = timed.values[static_cast<size_t>(id)];
+    const ir::TensorValue& value = values[static_cast<size_t>(id)];
     outcome.outputs.emplace_back(tensor.name, value);
     r["outputs"].push_back(describe(tensor.name, producer ? producer->name : "", value));
   }

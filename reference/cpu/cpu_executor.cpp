@@ -231,6 +231,8 @@ std::vector<TimedRun> CpuExecutor::timeReplicas(const ReplicaValues& bound, cons
   std::vector<TimedRun> timed(replicas);
   std::vector<double> seconds(replicas);
   for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
+    // Only the last run's values are returned: the run before's go before this one's come.
+    for (TimedRun& replica : timed) replica.values = {};
     ReplicaValues values = bound;
     for (size_t i = 0; i < ops; ++i) {
       runOpOnReplicas(m_graph.ops()[i], values, &seconds);
