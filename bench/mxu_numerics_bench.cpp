@@ -41,34 +41,21 @@ void gemm(benchmark::State& state, DType dtype, MatmulPrecision precision, uint6
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// layer2's 3x3 convolution: y = im2col(x) x w^T, dx columns = dy x w, dw = dy^T x im2col(x).
-void convForwardBf16(benchmark::State& state) {
-  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 1568, 1152, 128);
-}
-void convGradInputBf16(benchmark::State& state) {
-  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 1568, 128, 1152);
-}
-void convGradWeightBf16(benchmark::State& state) {
-  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 128, 1568, 1152);
-}
-// conv1: 7x7 over 3 channels, 64 filters, 112 x 112 outputs of 2 images.
-void conv1ForwardBf16(benchmark::State& state) {
-  gemm(state, DType::kBF16, MatmulPrecision::kDefault, 25088, 147, 64);
-}
-void convForwardF32Default(benchmark::State& state) {
-  gemm(state, DType::kF32, MatmulPrecision::kDefault, 1568, 1152, 128);
-}
-void convForwardF32Highest(benchmark::State& state) {
-  gemm(state, DType::kF32, MatmulPrecision::kHighest, 1568, 1152, 128);
-}
-
 }  // namespace
 
-BENCHMARK(convForwardBf16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(convGradInputBf16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(convGradWeightBf16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(conv1ForwardBf16)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(convForwardF32Default)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(convForwardF32Highest)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+// layer2's 3x3 convolution: y = im2col(x) x w^T, dx columns = dy x w, dw = dy^T x im2col(x);
+// conv1: 7x7 over 3 channels, 64 filters, 112 x 112 outputs of 2 images.
+#define TPUSIM_GEMM_BENCH(name, dtype, precision, m, k, n)                         \
+  BENCHMARK_CAPTURE(gemm, name, DType::dtype, MatmulPrecision::precision, m, k, n) \
+      ->Arg(1)                                                                     \
+      ->Arg(2)                                                                     \
+      ->Unit(benchmark::kMillisecond)                                              \
+      ->UseRealTime()
+TPUSIM_GEMM_BENCH(layer2_forward_bf16, kBF16, kDefault, 1568, 1152, 128);
+TPUSIM_GEMM_BENCH(layer2_grad_input_bf16, kBF16, kDefault, 1568, 128, 1152);
+TPUSIM_GEMM_BENCH(layer2_grad_weight_bf16, kBF16, kDefault, 128, 1568, 1152);
+TPUSIM_GEMM_BENCH(conv1_forward_bf16, kBF16, kDefault, 25088, 147, 64);
+TPUSIM_GEMM_BENCH(layer2_forward_f32_default, kF32, kDefault, 1568, 1152, 128);
+TPUSIM_GEMM_BENCH(layer2_forward_f32_highest, kF32, kHighest, 1568, 1152, 128);
 
 BENCHMARK_MAIN();

@@ -83,6 +83,19 @@ void addScaled(T* to, T a, const T* b, int64_t count) {
   for (int64_t i = 0; i < count; ++i) to[i] = to[i] + a * b[i];
 }
 
+// src [outer, rows, cols] as [outer, cols, rows], in T: the transposed copies the passes
+// read their channel runs from.
+template <typename T>
+std::vector<T> swappedLastTwo(std::span<const double> src, size_t outer, size_t rows, size_t cols) {
+  std::vector<T> out(src.size());
+  for (size_t o = 0; o < outer; ++o) {
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t c = 0; c < cols; ++c) out[(o * cols + c) * rows + r] = static_cast<T>(src[(o * rows + r) * cols + c]);
+    }
+  }
+  return out;
+}
+
 // Runs body(part) over `threads` parts of a grid of `rows` x `columns` units: the first
 // dimension split first, then the second, as far as there are threads for.
 template <typename Body>
@@ -115,13 +128,8 @@ void convForward(std::span<const double> x, std::span<const double> w, std::span
                  const ir::ConvGeometry& geometry, int threads) {
   const Dims d(shapes, geometry);
   // w as [C / group, KH, KW, M]: the output channels of a tap contiguous.
-  std::vector<T> wt(w.size());
-  for (int64_t m = 0; m < d.out_channels; ++m) {
-    for (size_t t = 0; t < static_cast<size_t>(d.group_channels) * d.taps(); ++t) {
-      wt[t * static_cast<size_t>(d.out_channels) + static_cast<size_t>(m)] =
-          static_cast<T>(w[static_cast<size_t>(m) * static_cast<size_t>(d.group_channels) * d.taps() + t]);
-    }
-  }
+  const std::vector<T> wt =
+      swappedLastTwo<T>(w, 1, static_cast<size_t>(d.out_channels), static_cast<size_t>(d.group_channels) * d.taps());
   // y[n, m, ...] adds over (c, kh, kw): split over images and output channels.
   inParts(d.n, d.out_channels, threads, [&](int64_t n0, int64_t n1, int64_t m0, int64_t m1) {
     std::vector<T> sums(static_cast<size_t>(m1 - m0));
@@ -154,13 +162,7 @@ void convGradInput(std::span<const double> dy, std::span<const double> w, std::s
   const Dims d(shapes, geometry);
   // w as [M, KH, KW, C / group]: the input channels of a tap contiguous.
   const auto cg = static_cast<size_t>(d.group_channels);
-  std::vector<T> wt(w.size());
-  for (size_t m = 0; m < static_cast<size_t>(d.out_channels); ++m) {
-    for (size_t c = 0; c < cg; ++c) {
-      for (size_t t = 0; t < d.taps(); ++t)
-        wt[(m * d.taps() + t) * cg + c] = static_cast<T>(w[(m * cg + c) * d.taps() + t]);
-    }
-  }
+  const std::vector<T> wt = swappedLastTwo<T>(w, static_cast<size_t>(d.out_channels), cg, d.taps());
   const auto plane = static_cast<size_t>(d.height * d.width);
   // dx[n, c, ...] adds over (m, oh, ow): split over images and the input channels of each
   // group. For one dx element, (oh, ow) and m fix the tap, so visiting m, then oh, then
@@ -200,16 +202,9 @@ void convGradWeight(std::span<const double> x, std::span<const double> dy, std::
   // dy as [N, OH, OW, M]: the output channels of a position contiguous.
   const auto m_count = static_cast<size_t>(d.out_channels);
   const auto positions = static_cast<size_t>(d.out_h * d.out_w);
-  std::vector<T> dyt(dy.size());
-  for (size_t image = 0; image < static_cast<size_t>(d.n); ++image) {
-    for (size_t m = 0; m < m_count; ++m) {
-      for (size_t p = 0; p < positions; ++p) {
-        dyt[(image * positions + p) * m_count + m] = static_cast<T>(dy[(image * m_count + m) * positions + p]);
-      }
-    }
-  }
+  const std::vector<T> dyt = swappedLastTwo<T>(dy, static_cast<size_t>(d.n), m_count, positions);
   // dw[m, c, ...] adds over (n, oh, ow): split over output and input channels. Each tap's
-  // sums see n, then oh, then ow in order, the tap loops sitting between them.
+  // sums see n, then oh, then ow in order: the taps of a position add to different sums.
   inParts(d.out_channels, d.group_channels, threads, [&](int64_t m0, int64_t m1, int64_t c0, int64_t c1) {
     std::vector<T> sums(d.taps() * static_cast<size_t>(m1 - m0));  // [KH, KW, m1 - m0]
     forEachGroupIn(d, m0, m1, [&](const GroupSpan& span) {
@@ -218,21 +213,14 @@ void convGradWeight(std::span<const double> x, std::span<const double> dy, std::
         std::fill(sums.begin(), sums.end(), T{0});
         for (int64_t image = 0; image < d.n; ++image) {
           for (int64_t oh = 0; oh < d.out_h; ++oh) {
-            for (int64_t i = 0; i < d.kh; ++i) {
-              const int64_t h = d.inputRow(oh, i);
-              if (h < 0 || h >= d.height) continue;
-              for (int64_t ow = 0; ow < d.out_w; ++ow) {
-                const T* g =
-                    dyt.data() +
-                    (static_cast<size_t>(image) * positions + static_cast<size_t>(oh * d.out_w + ow)) * m_count +
-                    static_cast<size_t>(span.begin);
-                for (int64_t j = 0; j < d.kw; ++j) {
-                  const int64_t v = d.inputColumn(ow, j);
-                  if (v < 0 || v >= d.width) continue;
-                  addScaled(sums.data() + static_cast<size_t>((i * d.kw + j) * count),
-                            static_cast<T>(x[d.xIndex(image, span.first_channel + c, h, v)]), g, count);
-                }
-              }
+            for (int64_t ow = 0; ow < d.out_w; ++ow) {
+              const T* g = dyt.data() +
+                           (static_cast<size_t>(image) * positions + static_cast<size_t>(oh * d.out_w + ow)) * m_count +
+                           static_cast<size_t>(span.begin);
+              d.forEachTapInside(oh, ow, [&](int64_t i, int64_t j, int64_t h, int64_t v) {
+                addScaled(sums.data() + static_cast<size_t>((i * d.kw + j) * count),
+                          static_cast<T>(x[d.xIndex(image, span.first_channel + c, h, v)]), g, count);
+              });
             }
           }
         }
