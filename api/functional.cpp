@@ -172,7 +172,6 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   run.inputs = generatedInputs(built, request.seed);
   std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, request.seed, degrees.dp);
   const reference::MxuNumericsOptions mxu = mxuNumericsOf(hw, request);
-  const reference::CpuExecutor executor(graph, reference::CpuOptions{request.threads, mxu});
   const auto& tensors = graph.tensors();
   const bool loss_scaled = std::any_of(tensors.begin(), tensors.end(),
                                        [](const ir::Tensor& t) { return t.name == kLossScaleTensor; });
@@ -181,6 +180,10 @@ FunctionalRun runFunctional(const RunRequest& request, const HardwareParams& hw)
   if (loss_scaled && finite_flag == tensors.end()) {
     throw Error(ErrorKind::kInternal, "a loss-scaled step without its gradients-finite flag");
   }
+  // Read after the step: its outputs, and the flag that says whether to run it again.
+  std::vector<int> read = stepOutputIds(graph);
+  if (loss_scaled) read.push_back(finite_flag->id);
+  const reference::CpuExecutor executor(graph, reference::CpuOptions{request.threads, mxu}, read);
   // Dynamic loss scaling's controller: a step whose gradients are not all finite is
   // skipped (its results dropped, the weights and optimizer state kept) and run again
   // at half the scale, until a step is finite or the scale is 1.

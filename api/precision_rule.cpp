@@ -54,6 +54,25 @@ struct StepValues {
 
 // One training step on the CPU executor; under loss scaling a step whose gradients are not
 // finite is rerun at half the scale (`scale` carries across steps, as Keras's does).
+bool isParameterUpdate(const ir::Op& op) {
+  return op.type == ir::OpType::kSgdUpdate ||
+         (op.type == ir::OpType::kOptimizerUpdate && op.update_target == ir::UpdateTarget::kParameter);
+}
+
+// What runStep() and the caller read after a step: its outputs, the gradients the parameter
+// updates read, the losses and the gradients-finite flag.
+std::vector<int> readAfterStep(const ir::Graph& graph) {
+  std::vector<int> read = stepOutputIds(graph);
+  for (const ir::Op& op : graph.ops()) {
+    if (isParameterUpdate(op)) read.push_back(op.inputs[1]);
+    if (isLossOp(op.type)) read.push_back(op.outputs[0]);
+  }
+  for (const ir::Tensor& tensor : graph.tensors()) {
+    if (tensor.name == kGradientsFiniteTensor) read.push_back(tensor.id);
+  }
+  return read;
+}
+
 StepValues runStep(const ModelGraph& built, const reference::CpuExecutor& executor,
                    std::map<std::string, ir::TensorValue> feeds, double& scale) {
   const ir::Graph& graph = built.graph;
@@ -73,10 +92,7 @@ StepValues runStep(const ModelGraph& built, const reference::CpuExecutor& execut
   }
   double squares = 0;
   for (const ir::Op& op : graph.ops()) {
-    const bool parameter_update =
-        op.type == ir::OpType::kSgdUpdate ||
-        (op.type == ir::OpType::kOptimizerUpdate && op.update_target == ir::UpdateTarget::kParameter);
-    if (parameter_update) {
+    if (isParameterUpdate(op)) {
       for (double g : step.values[static_cast<size_t>(op.inputs[1])].floats) squares += g * g;
     }
     if (isLossOp(op.type)) step.loss = step.values[static_cast<size_t>(op.outputs[0])].floats.at(0);
@@ -202,7 +218,8 @@ RunOutcome runPrecisionRule(const RunRequest& request) {
     const ModelGraph& built = graphOf(policy);
     std::map<std::string, ir::TensorValue> feeds = carried;
     for (auto& [name, value] : generatedInputs(built, request.seed + s)) feeds[name] = std::move(value);
-    const reference::CpuExecutor executor(built.graph, reference::CpuOptions{request.threads, mxu});
+    const reference::CpuExecutor executor(built.graph, reference::CpuOptions{request.threads, mxu},
+                                          readAfterStep(built.graph));
     const StepValues step = runStep(built, executor, completeFeeds(built, std::move(feeds)), scale);
     for (int id : stepOutputIds(built.graph)) {
       const ir::Tensor& out = built.graph.tensor(id);

@@ -16,15 +16,6 @@ namespace tpusim {
 
 namespace {
 
-// Every tensor at its dtype's size: both executors hold each value to the end of the step.
-uint64_t tensorBytes(const ir::Graph& graph) {
-  uint64_t bytes = 0;
-  for (const ir::Tensor& tensor : graph.tensors()) {
-    bytes += static_cast<uint64_t>(ir::elementCount(tensor.shape)) * dtypeBytes(tensor.dtype);
-  }
-  return bytes;
-}
-
 nlohmann::ordered_json describe(const std::string& name, const std::string& op, const ir::TensorValue& value) {
   nlohmann::ordered_json entry;
   entry["name"] = name;
@@ -69,17 +60,20 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   ReferenceOutcome outcome;
   outcome.inputs = generatedInputs(built, run.seed);
+  // The CPU executor holds each value only until its last reader: only the step's outputs are read after it.
   reference::CpuOptions options{request.run.threads, std::nullopt};
   if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
   const std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, run.seed, request.replicas);
   std::vector<reference::TimedRun> runs;
+  uint64_t cpu_held_peak_bytes = 0;
   if (cuda) {
     runs = cuda_executor->runReplicas(feeds, request.timing);
   } else {
-    runs = reference::CpuExecutor(graph, options).runTimedReplicas(feeds, request.timing);
+    const reference::CpuExecutor executor(graph, options, stepOutputIds(graph));
+    runs = executor.runTimedReplicas(feeds, request.timing);
+    cpu_held_peak_bytes = executor.heldPeakBytes();
   }
-  // An op's time is its slowest replica's; the values are replica 0's, read where they are
-  // (every tensor of the step: gigabytes for a CNN).
+  // An op's time is its slowest replica's; the values are replica 0's, read where they are.
   const std::vector<ir::TensorValue>& values = runs.front().values;
   reference::TimedRun timed{{}, runs.front().op_seconds, runs.front().device_peak_bytes, runs.front().op_kernels};
   for (const reference::TimedRun& replica : runs) {
@@ -143,12 +137,13 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
     per_op.push_back(entry);
   }
   r["step_time_s"] = step;  // the sum of the per-op medians: the executor runs one op at a time
-  // CUDA: measured (the device memory in use, above what the process held before); CPU: every
-  // tensor at its dtype's size (the executor holds each value to the end of the step).
-  r["peak_memory_bytes"] = cuda ? timed.device_peak_bytes : tensorBytes(graph);
-  r["peak_memory_method"] = cuda ? "measured: device memory in use after each op (cudaMemGetInfo), above the "
-                                   "baseline before the step"
-                                 : "every tensor at its dtype's size, all held to the end of the step";
+  // CUDA: measured (the device memory in use, above what the process held before); CPU: the
+  // executor's live set at its peak, from the graph (tensor_lifetimes.hpp).
+  r["peak_memory_bytes"] = cuda ? timed.device_peak_bytes : cpu_held_peak_bytes;
+  r["peak_memory_method"] =
+      cuda ? "measured: device memory in use after each op (cudaMemGetInfo), above the baseline before the step"
+           : "tensors at their dtype's size, per replica, each held from the op that makes it (or the step's start) "
+             "to the last op that reads it, the step's outputs to its end: the most held at once";
   r["per_op"] = per_op;
   r["inputs"] = nlohmann::ordered_json::array();
   for (const auto& [name, value] : outcome.inputs) r["inputs"].push_back(describe(name, "", value));

@@ -189,13 +189,24 @@ void checkCpuThreads(int threads) {
   }
 }
 
-CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options) : m_graph(graph), m_options(options) {
+namespace {
+
+std::vector<int> everyTensor(const ir::Graph& graph) {
+  std::vector<int> ids;
+  for (const ir::Tensor& tensor : graph.tensors()) ids.push_back(tensor.id);
+  return ids;
+}
+
+}  // namespace
+
+CpuExecutor::CpuExecutor(const ir::Graph& graph, CpuOptions options, const std::optional<std::vector<int>>& keep)
+    : m_graph(graph), m_options(options), m_lifetimes(tensorLifetimes(graph, keep ? *keep : everyTensor(graph))) {
   checkCpuThreads(m_options.threads);
 }
 
 std::vector<TensorValue> CpuExecutor::run(const std::map<std::string, TensorValue>& feeds) const {
   ReplicaValues values{boundFeeds(m_graph, feeds)};
-  for (const ir::Op& op : m_graph.ops()) runOpOnReplicas(op, values, nullptr);
+  runOps(values, nullptr);
   return std::move(values.front());
 }
 
@@ -207,7 +218,7 @@ TimedRun CpuExecutor::runTimed(const std::map<std::string, TensorValue>& feeds, 
 std::vector<std::vector<TensorValue>> CpuExecutor::runReplicas(
     const std::vector<std::map<std::string, TensorValue>>& feeds) const {
   ReplicaValues values = bound(feeds);
-  for (const ir::Op& op : m_graph.ops()) runOpOnReplicas(op, values, nullptr);
+  runOps(values, nullptr);
   return values;
 }
 
@@ -229,23 +240,36 @@ std::vector<TimedRun> CpuExecutor::timeReplicas(const ReplicaValues& bound, cons
   // samples[r][i]: replica r's times of op i, one per timed run.
   std::vector<std::vector<std::vector<double>>> samples(replicas, std::vector<std::vector<double>>(ops));
   std::vector<TimedRun> timed(replicas);
-  std::vector<double> seconds(replicas);
+  std::vector<std::vector<double>> seconds(ops, std::vector<double>(replicas));  // by op, then replica
   for (int run = 0; run < timing.warmup + timing.repeats; ++run) {
     // Only the last run's values are returned: the run before's go before this one's come.
     for (TimedRun& replica : timed) replica.values = {};
     ReplicaValues values = bound;
-    for (size_t i = 0; i < ops; ++i) {
-      runOpOnReplicas(m_graph.ops()[i], values, &seconds);
-      if (run < timing.warmup) continue;
-      for (size_t r = 0; r < replicas; ++r) samples[r][i].push_back(seconds[r]);
-    }
+    runOps(values, &seconds);
     for (size_t r = 0; r < replicas; ++r) timed[r].values = std::move(values[r]);
+    if (run < timing.warmup) continue;
+    for (size_t i = 0; i < ops; ++i) {
+      for (size_t r = 0; r < replicas; ++r) samples[r][i].push_back(seconds[i][r]);
+    }
   }
   for (size_t r = 0; r < replicas; ++r) {
     timed[r].op_seconds.reserve(ops);
     for (std::vector<double>& op_samples : samples[r]) timed[r].op_seconds.push_back(medianOf(op_samples));
   }
   return timed;
+}
+
+void CpuExecutor::runOps(ReplicaValues& values, std::vector<std::vector<double>>* seconds) const {
+  auto release = [&values](const std::vector<int>& ids) {
+    for (std::vector<TensorValue>& replica : values) {
+      for (int id : ids) replica[static_cast<size_t>(id)] = TensorValue{};
+    }
+  };
+  release(m_lifetimes.unread_feeds);
+  for (size_t i = 0; i < m_graph.ops().size(); ++i) {
+    runOpOnReplicas(m_graph.ops()[i], values, seconds ? &(*seconds)[i] : nullptr);
+    release(m_lifetimes.released_after[i]);  // after the op's clock stopped
+  }
 }
 
 void CpuExecutor::runOpOnReplicas(const ir::Op& op, ReplicaValues& values, std::vector<double>* seconds) const {

@@ -12,6 +12,7 @@
 #include "frontend/ir/tensor_value.hpp"
 #include "reference/cpu/mxu_gemm.hpp"
 #include "reference/op_timing.hpp"
+#include "reference/tensor_lifetimes.hpp"
 
 namespace tpusim::reference {
 
@@ -31,11 +32,19 @@ struct CpuOptions {
 
 class CpuExecutor {
  public:
-  CpuExecutor(const ir::Graph& graph, CpuOptions options);
+  // `keep`, where given: the tensors (ids) whose values the caller reads after a run; every
+  // other value is released after the last op that reads it (tensor_lifetimes.hpp), and a run
+  // returns only these (the rest empty). Not given: every value is held to the end and returned.
+  CpuExecutor(const ir::Graph& graph, CpuOptions options, const std::optional<std::vector<int>>& keep = std::nullopt);
+
+  // The most bytes of tensor values a run holds at once, each at its dtype's size (the
+  // executor itself holds every value as doubles or int64), per replica: every tensor of
+  // the step without `keep`, the live set's peak with it.
+  uint64_t heldPeakBytes() const { return m_lifetimes.peak_bytes; }
 
   // `feeds` gives a value for every tensor no op produces (inputs, labels,
   // weights), by tensor name, of the tensor's dtype (floating values are rounded
-  // to it on entry); returns the value of every tensor, by id.
+  // to it on entry); returns the value of every tensor (every kept one), by id.
   std::vector<ir::TensorValue> run(const std::map<std::string, ir::TensorValue>& feeds) const;
 
   // run(), timed per op (reference/op_timing.hpp): `timing.warmup` untimed runs,
@@ -63,9 +72,12 @@ class CpuExecutor {
   void runOpOnReplicas(const ir::Op& op, ReplicaValues& values, std::vector<double>* seconds) const;
   void allReduce(const ir::Op& op, ReplicaValues& values) const;  // across every replica
   void runOp(const ir::Op& op, std::vector<ir::TensorValue>& values) const;
+  // Runs the graph's ops on every replica, releasing what `m_lifetimes` says as it goes.
+  void runOps(ReplicaValues& values, std::vector<std::vector<double>>* op_seconds) const;
 
   const ir::Graph& m_graph;
   CpuOptions m_options;
+  TensorLifetimes m_lifetimes;
 };
 
 }  // namespace tpusim::reference

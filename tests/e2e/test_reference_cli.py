@@ -33,7 +33,7 @@ def test_cpu_reference_report_has_a_timed_row_per_op(tpusim_bin, tmp_path):
     assert all("kernel" not in op for op in ops)  # CUDA only: the CPU runs the executor's own loops
     assert report["step_time_s"] == sum(op["time_s"] for op in ops)
     assert report["peak_memory_bytes"] > 784 * 8 * 4  # at least the f32 image batch
-    assert report["peak_memory_method"].startswith("every tensor at its dtype's size")
+    assert report["peak_memory_method"].startswith("tensors at their dtype's size, per replica, each held")
     # The simulator's per-op rows use the same op names.
     sim = tmp_path / "sim"
     run = cli(tpusim_bin, "run", MLP, "--batch", "8", "--out", str(sim), "--no-instructions")

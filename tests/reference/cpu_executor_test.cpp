@@ -1,5 +1,6 @@
 #include "reference/cpu/cpu_executor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -490,6 +491,37 @@ TEST(CpuExecutor, SgdUpdateIsExact) {
       EXPECT_EQ(updated[i], static_cast<float>(w[i]) - 0.1f * static_cast<float>(g[i]));  // in float, for f32
     }
   }
+}
+
+TEST(CpuExecutor, KeepsTheTensorsItIsAskedForBitForBitAndReleasesTheRest) {
+  const MlpStep step(16);
+  std::vector<int> keep = step.graph.outputs();
+  for (const ir::Op& op : step.graph.ops()) {
+    if (op.type == ir::OpType::kSgdUpdate) keep.push_back(op.outputs[0]);
+  }
+  const CpuExecutor holding(step.graph, CpuOptions{});
+  const CpuExecutor releasing(step.graph, CpuOptions{}, keep);
+  const auto every = holding.run(step.feeds);
+  const auto kept = releasing.run(step.feeds);
+  const TimedRun timed = releasing.runTimed(step.feeds, {1, 2});
+  ASSERT_EQ(kept.size(), every.size());
+  uint64_t bytes = 0;
+  for (const ir::Tensor& t : step.graph.tensors()) {
+    bytes += t.bytes();
+    const auto id = static_cast<size_t>(t.id);
+    if (std::find(keep.begin(), keep.end(), t.id) != keep.end()) {
+      EXPECT_FALSE(every[id].floats.empty() && every[id].ints.empty()) << t.name;
+      EXPECT_EQ(kept[id].floats, every[id].floats) << t.name;
+      EXPECT_EQ(kept[id].ints, every[id].ints) << t.name;
+      EXPECT_EQ(timed.values[id].floats, every[id].floats) << t.name;
+    } else {
+      EXPECT_TRUE(kept[id].floats.empty() && kept[id].ints.empty()) << t.name << " was not released";
+      EXPECT_TRUE(timed.values[id].floats.empty() && timed.values[id].ints.empty()) << t.name;
+    }
+  }
+  EXPECT_EQ(holding.heldPeakBytes(), bytes);
+  EXPECT_LT(releasing.heldPeakBytes(), bytes);
+  EXPECT_EQ(releasing.heldPeakBytes(), tensorLifetimes(step.graph, keep).peak_bytes);
 }
 
 TEST(CpuExecutor, ResultsDoNotDependOnThreads) {

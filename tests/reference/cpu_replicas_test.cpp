@@ -77,24 +77,38 @@ TEST(CpuReplicas, AllReduceReducesAcrossTheReplicasAndEveryReplicaReadsTheResult
   EXPECT_EQ(valueOf(replicas[1], x).floats[0], 10);
 }
 
-// y = x w, softmax cross-entropy, SGD: the data-parallel step's gradients are each
-// replica's own, summed; both replicas apply the same update, w - rate (g0 + g1).
+// y = x w, softmax cross-entropy, SGD at `rate`, on two replicas with their own batches.
+struct DataParallelSgd {
+  static constexpr double rate = 0.5;
+  ir::Graph single;
+  ir::Graph parallel;
+  TensorValue weights = values({3, 4}, DType::kF32, {0.5, -1, 2, 0.25, 1, 0, -0.5, 3, -2, 1.5, 0.75, -1});
+  std::vector<Feeds> feeds = {{{"x", values({2, 3}, DType::kF32, {1, 2, 3, -1, 0.5, 2})},
+                               {"w", weights},
+                               {"labels", {{2}, DType::kInt64, {}, {0, 3}}}},
+                              {{"x", values({2, 3}, DType::kF32, {0, -2, 1, 4, 1, -3})},
+                               {"w", weights},
+                               {"labels", {{2}, DType::kInt64, {}, {2, 2}}}}};
+  DataParallelSgd() {
+    ImportedModel model;
+    ir::Graph& g = model.graph;
+    const int x = g.addInput("x", {2, 3}, DType::kF32, ir::TensorRole::kInput);
+    const int w = g.addWeight("w", {3, 4}, DType::kF32);
+    g.markOutput(g.matmul("logits", x, w, false, false));
+    single = buildTrainingGraph(model, TrainingOptions{rate});
+    parallel = allReduceGradients(single, 2);
+  }
+};
+
+// The data-parallel step's gradients are each replica's own, summed; both replicas apply
+// the same update, w - rate (g0 + g1).
 TEST(CpuReplicas, DataParallelSgdAppliesTheSummedGradientsOnEveryReplica) {
-  ImportedModel model;
-  ir::Graph& g = model.graph;
-  const int x = g.addInput("x", {2, 3}, DType::kF32, ir::TensorRole::kInput);
-  const int w = g.addWeight("w", {3, 4}, DType::kF32);
-  g.markOutput(g.matmul("logits", x, w, false, false));
-  const double rate = 0.5;
-  const ir::Graph single = buildTrainingGraph(model, TrainingOptions{rate});
-  const ir::Graph parallel = allReduceGradients(single, 2);
-  const TensorValue weights = values({3, 4}, DType::kF32, {0.5, -1, 2, 0.25, 1, 0, -0.5, 3, -2, 1.5, 0.75, -1});
-  const std::vector<Feeds> feeds = {{{"x", values({2, 3}, DType::kF32, {1, 2, 3, -1, 0.5, 2})},
-                                     {"w", weights},
-                                     {"labels", {{2}, DType::kInt64, {}, {0, 3}}}},
-                                    {{"x", values({2, 3}, DType::kF32, {0, -2, 1, 4, 1, -3})},
-                                     {"w", weights},
-                                     {"labels", {{2}, DType::kInt64, {}, {2, 2}}}}};
+  const DataParallelSgd step;
+  const ir::Graph& single = step.single;
+  const ir::Graph& parallel = step.parallel;
+  const std::vector<Feeds>& feeds = step.feeds;
+  const TensorValue& weights = step.weights;
+  const double rate = DataParallelSgd::rate;
   const std::vector<std::vector<TensorValue>> replicas = CpuExecutor(parallel, {}).runReplicas(feeds);
   const std::vector<TensorValue> alone0 = CpuExecutor(single, {}).run(feeds[0]);
   const std::vector<TensorValue> alone1 = CpuExecutor(single, {}).run(feeds[1]);
@@ -118,6 +132,25 @@ TEST(CpuReplicas, DataParallelSgdAppliesTheSummedGradientsOnEveryReplica) {
     }
   }
   EXPECT_EQ(reduced, 1);
+}
+
+TEST(CpuReplicas, ReleasingWhatIsNotKeptLeavesEveryReplicasKeptValues) {
+  const DataParallelSgd step;
+  const ir::Graph& parallel = step.parallel;
+  const std::vector<Feeds>& feeds = step.feeds;
+  const int updated = idOf(parallel, "w:updated");
+  const auto every = CpuExecutor(parallel, {}).runReplicas(feeds);
+  const auto kept = CpuExecutor(parallel, {}, std::vector<int>{updated}).runReplicas(feeds);
+  const auto timed = CpuExecutor(parallel, {}, std::vector<int>{updated}).runTimedReplicas(feeds, {0, 1});
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(valueOf(kept[r], updated).floats, valueOf(every[r], updated).floats);
+    EXPECT_EQ(valueOf(timed[r].values, updated).floats, valueOf(every[r], updated).floats);
+    for (const ir::Op& op : parallel.ops()) {
+      if (op.type == ir::OpType::kAllReduce) {
+        EXPECT_TRUE(valueOf(kept[r], op.outputs[0]).floats.empty());
+      }
+    }
+  }
 }
 
 TEST(CpuReplicas, TimesEachReplicaAndGivesAnAllReduceItsTimeOnEvery) {
