@@ -20,22 +20,22 @@ template <typename T>
 void reduceSumTo(std::span<const double> x, const ir::Shape& x_shape, std::span<double> out,
                  const ir::Shape& out_shape) {
   std::fill(out.begin(), out.end(), 0.0);
-  const std::vector<int64_t> so = broadcastStrides(out_shape, x_shape);
-  const size_t rank = x_shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t io = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    double& to = out[static_cast<size_t>(io)];
-    to = static_cast<T>(static_cast<T>(to) + static_cast<T>(x[i]));
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < x_shape[d]) {
-        io += so[d];
-        break;
-      }
-      io -= so[d] * (x_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
+  forEachRun<1>(
+      x_shape, {broadcastStrides(out_shape, x_shape)},
+      [&](const std::array<int64_t, 1>& at, const std::array<int64_t, 1>& step, int64_t length, int64_t first) {
+        double* o = out.data() + at[0];
+        const double* v = x.data() + first;
+        if (step[0] == 0) {  // a sum along the run: one accumulator, in the run's order
+          T sum = static_cast<T>(*o);
+          for (int64_t i = 0; i < length; ++i) sum = static_cast<T>(sum + static_cast<T>(v[i]));
+          *o = sum;
+          return;
+        }
+        for (int64_t i = 0; i < length; ++i) {
+          double& to = o[i * step[0]];
+          to = static_cast<T>(static_cast<T>(to) + static_cast<T>(v[i]));
+        }
+      });
 }
 
 template void reduceSumTo<float>(std::span<const double>, const ir::Shape&, std::span<double>, const ir::Shape&);

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
@@ -16,56 +18,50 @@ namespace tpusim::reference {
 // (shapes aligned at the right; 0 where `shape` has 1 or no dimension).
 std::vector<int64_t> broadcastStrides(const ir::Shape& shape, const ir::Shape& target);
 
-// out[i] = f(a[..], b[..]) over out's shape.
-template <typename T, typename F>
-void broadcastBinary(std::span<const T> a, const ir::Shape& a_shape, std::span<const T> b, const ir::Shape& b_shape,
-                     std::span<T> out, const ir::Shape& out_shape, F f) {
-  const std::vector<int64_t> sa = broadcastStrides(a_shape, out_shape);
-  const std::vector<int64_t> sb = broadcastStrides(b_shape, out_shape);
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t ia = 0;
-  int64_t ib = 0;
-  for (size_t o = 0; o < out.size(); ++o) {
-    out[o] = f(a[static_cast<size_t>(ia)], b[static_cast<size_t>(ib)]);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_shape[d]) {
-        ia += sa[d];
-        ib += sb[d];
-        break;
-      }
-      ia -= sa[d] * (out_shape[d] - 1);
-      ib -= sb[d] * (out_shape[d] - 1);
-      index[d] = 0;
+// The walk every broadcast below shares: `shape`'s elements in row-major order, as runs along
+// its innermost dimension, once the dimensions of size 1 are dropped and neighbours that every
+// operand reads as one (strides[k] of the outer = strides[k] x size of the inner) are merged,
+// so that the inner loops are long and plain. For each run, calls
+// run(at, step, length, first): operand k's elements are at[k] + i step[k] for i < length, and
+// the run's first element is element `first` of `shape`.
+template <size_t N, typename F>
+void forEachRun(const ir::Shape& shape, const std::array<std::vector<int64_t>, N>& strides, F run) {
+  struct Dim {
+    int64_t size;
+    std::array<int64_t, N> strides;
+  };
+  std::vector<Dim> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return;  // no elements
+    if (shape[d] == 1) continue;
+    Dim dim{shape[d], {}};
+    for (size_t k = 0; k < N; ++k) dim.strides[k] = strides[k][d];
+    bool merges = !dims.empty();
+    for (size_t k = 0; k < N && merges; ++k) merges = dims.back().strides[k] == dim.strides[k] * dim.size;
+    if (merges) {
+      dims.back().size *= dim.size;
+      dims.back().strides = dim.strides;
+    } else {
+      dims.push_back(dim);
     }
   }
-}
-
-// out[i] = condition[..] ? x[..] : y[..] over out's shape.
-template <typename T>
-void broadcastSelect(std::span<const int64_t> condition, const ir::Shape& c_shape, std::span<const T> x,
-                     const ir::Shape& x_shape, std::span<const T> y, const ir::Shape& y_shape, std::span<T> out,
-                     const ir::Shape& out_shape) {
-  const std::vector<int64_t> sc = broadcastStrides(c_shape, out_shape);
-  const std::vector<int64_t> sx = broadcastStrides(x_shape, out_shape);
-  const std::vector<int64_t> sy = broadcastStrides(y_shape, out_shape);
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t ic = 0, ix = 0, iy = 0;
-  for (size_t o = 0; o < out.size(); ++o) {
-    out[o] = condition[static_cast<size_t>(ic)] != 0 ? x[static_cast<size_t>(ix)] : y[static_cast<size_t>(iy)];
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_shape[d]) {
-        ic += sc[d];
-        ix += sx[d];
-        iy += sy[d];
+  if (dims.empty()) dims.push_back(Dim{1, {}});  // one element
+  const Dim inner = dims.back();
+  dims.pop_back();
+  std::vector<int64_t> index(dims.size(), 0);
+  std::array<int64_t, N> at{};
+  for (int64_t first = 0;; first += inner.size) {
+    run(std::as_const(at), inner.strides, inner.size, first);
+    size_t d = dims.size();
+    for (; d-- > 0;) {
+      if (++index[d] < dims[d].size) {
+        for (size_t k = 0; k < N; ++k) at[k] += dims[d].strides[k];
         break;
       }
-      ic -= sc[d] * (out_shape[d] - 1);
-      ix -= sx[d] * (out_shape[d] - 1);
-      iy -= sy[d] * (out_shape[d] - 1);
+      for (size_t k = 0; k < N; ++k) at[k] -= dims[d].strides[k] * (dims[d].size - 1);
       index[d] = 0;
     }
+    if (d == static_cast<size_t>(-1)) return;  // every outer index wrapped: the walk is done
   }
 }
 
@@ -73,25 +69,47 @@ void broadcastSelect(std::span<const int64_t> condition, const ir::Shape& c_shap
 template <typename T, typename U, typename F>
 void broadcastMap(std::span<const T> a, const ir::Shape& a_shape, std::span<const T> b, const ir::Shape& b_shape,
                   std::span<U> out, const ir::Shape& out_shape, F f) {
-  const std::vector<int64_t> sa = broadcastStrides(a_shape, out_shape);
-  const std::vector<int64_t> sb = broadcastStrides(b_shape, out_shape);
-  const size_t rank = out_shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t ia = 0;
-  int64_t ib = 0;
-  for (size_t o = 0; o < out.size(); ++o) {
-    out[o] = f(a[static_cast<size_t>(ia)], b[static_cast<size_t>(ib)]);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < out_shape[d]) {
-        ia += sa[d];
-        ib += sb[d];
-        break;
-      }
-      ia -= sa[d] * (out_shape[d] - 1);
-      ib -= sb[d] * (out_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
+  forEachRun<2>(
+      out_shape, {broadcastStrides(a_shape, out_shape), broadcastStrides(b_shape, out_shape)},
+      [&](const std::array<int64_t, 2>& at, const std::array<int64_t, 2>& step, int64_t length, int64_t first) {
+        const T* x = a.data() + at[0];
+        const T* y = b.data() + at[1];
+        U* o = out.data() + first;
+        if (step[0] == 1 && step[1] == 1) {
+          for (int64_t i = 0; i < length; ++i) o[i] = f(x[i], y[i]);
+        } else if (step[0] == 1 && step[1] == 0) {
+          for (int64_t i = 0; i < length; ++i) o[i] = f(x[i], *y);
+        } else if (step[0] == 0 && step[1] == 1) {
+          for (int64_t i = 0; i < length; ++i) o[i] = f(*x, y[i]);
+        } else {
+          for (int64_t i = 0; i < length; ++i) o[i] = f(x[i * step[0]], y[i * step[1]]);
+        }
+      });
+}
+
+// out[i] = f(a[..], b[..]) over out's shape.
+template <typename T, typename F>
+void broadcastBinary(std::span<const T> a, const ir::Shape& a_shape, std::span<const T> b, const ir::Shape& b_shape,
+                     std::span<T> out, const ir::Shape& out_shape, F f) {
+  broadcastMap<T, T>(a, a_shape, b, b_shape, out, out_shape, f);
+}
+
+// out[i] = condition[..] ? x[..] : y[..] over out's shape.
+template <typename T>
+void broadcastSelect(std::span<const int64_t> condition, const ir::Shape& c_shape, std::span<const T> x,
+                     const ir::Shape& x_shape, std::span<const T> y, const ir::Shape& y_shape, std::span<T> out,
+                     const ir::Shape& out_shape) {
+  forEachRun<3>(
+      out_shape,
+      {broadcastStrides(c_shape, out_shape), broadcastStrides(x_shape, out_shape),
+       broadcastStrides(y_shape, out_shape)},
+      [&](const std::array<int64_t, 3>& at, const std::array<int64_t, 3>& step, int64_t length, int64_t first) {
+        for (int64_t i = 0; i < length; ++i) {
+          out[static_cast<size_t>(first + i)] = condition[static_cast<size_t>(at[0] + i * step[0])] != 0
+                                                    ? x[static_cast<size_t>(at[1] + i * step[1])]
+                                                    : y[static_cast<size_t>(at[2] + i * step[2])];
+        }
+      });
 }
 
 // out (of out_shape, x's shape with reduced dimensions as 1) = x folded with f over the
@@ -100,21 +118,13 @@ template <typename T, typename F>
 void reduceInto(std::span<const T> x, const ir::Shape& x_shape, std::span<T> out, const ir::Shape& out_shape, T init,
                 F f) {
   std::fill(out.begin(), out.end(), init);
-  const std::vector<int64_t> so = broadcastStrides(out_shape, x_shape);
-  const size_t rank = x_shape.size();
-  std::vector<int64_t> index(rank, 0);
-  int64_t io = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    out[static_cast<size_t>(io)] = f(out[static_cast<size_t>(io)], x[i]);
-    for (size_t d = rank; d-- > 0;) {
-      if (++index[d] < x_shape[d]) {
-        io += so[d];
-        break;
-      }
-      io -= so[d] * (x_shape[d] - 1);
-      index[d] = 0;
-    }
-  }
+  forEachRun<1>(
+      x_shape, {broadcastStrides(out_shape, x_shape)},
+      [&](const std::array<int64_t, 1>& at, const std::array<int64_t, 1>& step, int64_t length, int64_t first) {
+        T* o = out.data() + at[0];
+        const T* v = x.data() + first;
+        for (int64_t i = 0; i < length; ++i) o[i * step[0]] = f(o[i * step[0]], v[i]);
+      });
 }
 
 // out (of out_shape) = x (of x_shape, a broadcast of out_shape) summed over the

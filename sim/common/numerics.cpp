@@ -68,9 +68,20 @@ double roundTo(DType dtype, double value) {
   return value;
 }
 
+// The dtype is chosen once, outside the loop, so that the common floating cases run as
+// straight loops over the values (the CPU executor rounds every op's output).
 void roundInPlace(DType dtype, std::span<double> values) {
-  if (dtype == DType::kF64) return;
-  for (double& value : values) value = roundTo(dtype, value);
+  switch (dtype) {
+    case DType::kF64: return;
+    case DType::kF32:
+      for (double& value : values) value = static_cast<float>(value);
+      return;
+    case DType::kBF16:
+      for (double& value : values) value = bf16BitsToFloat(floatToBf16Bits(toFloatRoundToOdd(value)));
+      return;
+    default:
+      for (double& value : values) value = roundTo(dtype, value);
+  }
 }
 
 }  // namespace tpusim::numerics
