@@ -104,7 +104,8 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     # No GPU here: the CUDA runs say so (6); the host-device tests, the simulations, the CPU
     # references and their comparisons run from the bundle with its own libraries.
     for step, rc in [("cuda-tests", 0), ("mlp-reference-cuda", 6), ("mlp-compare-cpu", 0), ("mlp-bf16-compare-cpu", 0),
-                     ("resnet50-sim", 0), ("resnet50-reference-cuda", 6), ("dlrm-sim", 0), ("dlrm-reference-cuda", 6)]:
+                     ("resnet50-sim", 0), ("resnet50-reference-cuda", 6), ("resnet50-compare-cpu", 0),
+                     ("dlrm-sim", 0), ("dlrm-reference-cuda", 6)]:
         assert f"{step:<28} rc {rc:<3}" in summary, summary
     assert "cuda-tests: 4 skipped" in summary
     # The ONNX node-test suite from the bundle's copy: on the host device, and no GPU to run it on.
@@ -119,7 +120,8 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
         names = set(archive.getnames())
         log = archive.extractfile("gpu-check/libraries.log").read().decode()
     assert {"gpu-check/mlp/compare-cpu/compare.csv", "gpu-check/mlp/compare-cpu/numerics.csv",
-            "gpu-check/mlp-bf16/cpu/report.json", "gpu-check/resnet50/sim/report.json"} <= names
+            "gpu-check/mlp-bf16/cpu/report.json", "gpu-check/resnet50/sim/report.json",
+            "gpu-check/resnet50/compare-cpu/numerics.csv"} <= names
     assert not any(name.endswith(".npy") for name in names)  # the tensors stay behind
     assert (tmp_path / "gpu-check.tar.gz").stat().st_size < 16 << 20
     assert "found libcudnn.so.9: /opt/venv/site-packages/nvidia/lib/libcudnn.so.9" in log
