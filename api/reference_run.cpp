@@ -55,12 +55,13 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   const ir::Graph graph = allReduceGradients(built.graph, request.replicas);
   // The model's ops first, then the device: what the CUDA executor cannot run is said on any machine.
   std::optional<reference::CudaExecutor> cuda_executor;
-  if (cuda) cuda_executor.emplace(graph, request.replicas);
+  if (cuda) cuda_executor.emplace(graph, request.replicas, stepOutputIds(graph));
   std::optional<reference::CudaDevice> device;
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   ReferenceOutcome outcome;
   outcome.inputs = generatedInputs(built, run.seed);
-  // The CPU executor holds each value only until its last reader: only the step's outputs are read after it.
+  // Only the step's outputs are read after it: the CPU executor holds each other value only until
+  // its last reader, and the CUDA executor copies back only these.
   reference::CpuOptions options{request.run.threads, std::nullopt};
   if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
   const std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, run.seed, request.replicas);

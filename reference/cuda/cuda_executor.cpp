@@ -106,8 +106,16 @@ ir::TensorValue hostValue(const ir::Tensor& tensor, const std::vector<unsigned c
 
 }  // namespace
 
-CudaExecutor::CudaExecutor(const ir::Graph& graph, int64_t replicas) : m_graph(graph), m_replicas(replicas) {
+CudaExecutor::CudaExecutor(const ir::Graph& graph, int64_t replicas, const std::optional<std::vector<int>>& keep)
+    : m_graph(graph), m_replicas(replicas), m_copied_back(graph.tensors().size(), !keep) {
   if (replicas < 1) throw Error(ErrorKind::kInvalidConfig, "the CUDA executor needs at least one replica");
+  for (int id : keep.value_or(std::vector<int>{})) {
+    if (id < 0 || static_cast<size_t>(id) >= m_copied_back.size()) {
+      throw Error(ErrorKind::kInternal, "kept tensor id " + std::to_string(id) + " is not in a graph of " +
+                                            std::to_string(m_copied_back.size()));
+    }
+    m_copied_back[static_cast<size_t>(id)] = true;
+  }
   for (const ir::Op& op : graph.ops()) {
     const std::string why = cuda::unsupportedReason(graph, op, replicas);
     if (!why.empty()) {
@@ -299,6 +307,7 @@ std::vector<TimedRun> CudaExecutor::runBound(const std::vector<cuda::Device*>& d
   for (size_t r = 0; r < count; ++r) {
     timed[r].values.resize(m_graph.tensors().size());
     for (const ir::Tensor& tensor : m_graph.tensors()) {
+      if (!m_copied_back[static_cast<size_t>(tensor.id)]) continue;
       std::vector<unsigned char> bytes(bytesOf(tensor));
       devices[r]->download(bytes.data(), replicas[r].refs[static_cast<size_t>(tensor.id)].data, bytes.size());
       timed[r].values[static_cast<size_t>(tensor.id)] = hostValue(tensor, bytes);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,15 @@ class CudaExecutor {
   // touching a device: throws Error (kUnsupported) naming the first it does not.
   // `replicas` > 1: `graph` is one replica of a data-parallel step, whose AllReduce ops
   // (frontend/passes/data_parallel.hpp) sum over that many devices.
-  explicit CudaExecutor(const ir::Graph& graph, int64_t replicas = 1);
+  // `keep`, where given: the tensors (ids) whose values a run copies back; the others stay on
+  // the device and come back empty (a ResNet-50 step's every tensor is gigabytes of host
+  // memory). Not given: every tensor is copied back.
+  explicit CudaExecutor(const ir::Graph& graph, int64_t replicas = 1,
+                        const std::optional<std::vector<int>>& keep = std::nullopt);
 
   // Runs one replica on GPU 0: `timing.warmup` untimed runs, then `timing.repeats`
   // timed ones; each op's time is its median over them. `feeds` as CpuExecutor::run.
-  // The values are those of the last run, copied back. Throws Error: kInvalidInput for
+  // The values are those of the last run, copied back (those kept). Throws Error: kInvalidInput for
   // a missing or mismatched feed or a label or index out of range, kResource when
   // device memory runs out, kNoDevice without a device.
   TimedRun runTimed(const std::map<std::string, ir::TensorValue>& feeds, const TimingOptions& timing) const;
@@ -56,6 +61,7 @@ class CudaExecutor {
 
   const ir::Graph& m_graph;
   int64_t m_replicas;
+  std::vector<bool> m_copied_back;  // by tensor id
 };
 
 }  // namespace tpusim::reference

@@ -3,6 +3,7 @@
 // without a GPU, and give the CPU executor's bits: the kernels add in its order, round
 // once to the dtype and call the same float functions. (On a GPU, cuBLAS, cuDNN and the
 // GPU's exp and log differ in the last bits: cuda_executor_test.cpp bounds those.)
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -387,6 +388,39 @@ TEST(CudaHostDevice, ReportsTheMemoryItsBuffersTake) {
   const int a = g.addInput("a", {8, 16}, DType::kBF16, ir::TensorRole::kInput);  // 2 bytes an element
   g.markOutput(g.relu("relu", a));
   EXPECT_EQ(onHost(g, randomFeeds(g, 10)).device_peak_bytes, 2u * 8 * 16 * 2);
+}
+
+// Kept: the tensors `tpusim reference` reads (the step's outputs); the rest stay on the device.
+TEST(CudaHostDevice, CopiesBackOnlyTheTensorsItIsAskedToKeep) {
+  for (const OpCase& c : cudaOpCases()) {
+    // Training steps with optimizer state among the outputs, in each precision, and a forward graph.
+    if (c.name.find("adam") == std::string::npos && c.name.find("convolutions and pools") == std::string::npos) {
+      continue;
+    }
+    SCOPED_TRACE(c.name);
+    const std::vector<int> keep = stepOutputIds(c.graph);
+    cuda::HostDevice device;
+    const TimedRun kept = CudaExecutor(c.graph, 1, keep).runTimedOn(device, c.feeds, {0, 1});
+    const TimedRun every = onHost(c.graph, c.feeds);
+    ASSERT_EQ(kept.values.size(), every.values.size());
+    for (const ir::Tensor& t : c.graph.tensors()) {
+      const ir::TensorValue& value = kept.values[static_cast<size_t>(t.id)];
+      if (std::find(keep.begin(), keep.end(), t.id) == keep.end()) {
+        EXPECT_TRUE(value.floats.empty() && value.ints.empty()) << t.name << " was copied back";
+        continue;
+      }
+      const ir::TensorValue& expected = every.values[static_cast<size_t>(t.id)];
+      EXPECT_EQ(value.shape, t.shape) << t.name;
+      EXPECT_EQ(value.ints, expected.ints) << t.name;
+      ASSERT_EQ(value.floats.size(), expected.floats.size()) << t.name;
+      for (size_t i = 0; i < value.floats.size(); ++i) {
+        EXPECT_TRUE(sameBits(value.floats[i], expected.floats[i])) << t.name << "[" << i << "]";
+      }
+    }
+  }
+  ir::Graph g;
+  g.markOutput(g.relu("relu", g.addInput("a", {2}, DType::kF32, ir::TensorRole::kInput)));
+  expectError([&] { CudaExecutor(g, 1, std::vector<int>{7}); }, ErrorKind::kInternal, "kept tensor id 7");
 }
 
 }  // namespace
