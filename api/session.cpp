@@ -290,12 +290,29 @@ std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
 
 std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
                                                     std::map<std::string, ir::TensorValue> feeds, int threads,
-                                                    std::optional<reference::MxuNumericsOptions> mxu) {
+                                                    std::optional<reference::MxuNumericsOptions> mxu,
+                                                    const std::optional<std::vector<std::string>>& tensors) {
   const ModelGraph built = buildModelGraph(request);
-  const std::vector<ir::TensorValue> values = reference::CpuExecutor(built.graph, reference::CpuOptions{threads, mxu})
-                                                  .run(completeFeeds(built, std::move(feeds)));
+  std::vector<int> ids;
+  if (tensors) {
+    std::map<std::string, int> by_name;
+    for (const ir::Tensor& tensor : built.graph.tensors()) by_name.emplace(tensor.name, tensor.id);
+    for (const std::string& name : *tensors) {
+      const auto found = by_name.find(name);
+      if (found == by_name.end()) {
+        throw Error(ErrorKind::kInvalidInput, "the step has no tensor named '" + name +
+                                                  "' (reference() without tensors= returns every tensor by name)");
+      }
+      ids.push_back(found->second);
+    }
+  } else {
+    for (const ir::Tensor& tensor : built.graph.tensors()) ids.push_back(tensor.id);
+  }
+  const std::vector<ir::TensorValue> values =
+      reference::CpuExecutor(built.graph, reference::CpuOptions{threads, mxu}, ids)
+          .run(completeFeeds(built, std::move(feeds)));
   std::map<std::string, ir::TensorValue> named;
-  for (const ir::Tensor& tensor : built.graph.tensors()) named[tensor.name] = values[static_cast<size_t>(tensor.id)];
+  for (int id : ids) named[built.graph.tensor(id).name] = values[static_cast<size_t>(id)];
   return named;
 }
 

@@ -138,11 +138,14 @@ std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
 
 // Runs the request's graph on the CPU reference executor. `feeds` gives
 // inputs and labels by name and may replace weights; weights default to the
-// model's initializers. Returns every tensor's value, by tensor name. With
-// `mxu`, matmuls and convolutions are computed with the MXU's numerics
-// (reference/cpu/mxu_gemm.hpp) instead of the reference kernels'.
+// model's initializers. Returns every tensor's value, by tensor name, or with
+// `tensors` only those (the executor releases the others as it goes; a name the
+// step lacks is an invalid-input Error). With `mxu`, matmuls and convolutions are
+// computed with the MXU's numerics (reference/cpu/mxu_gemm.hpp) instead of the
+// reference kernels'.
 std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
                                                     std::map<std::string, ir::TensorValue> feeds, int threads,
-                                                    std::optional<reference::MxuNumericsOptions> mxu = std::nullopt);
+                                                    std::optional<reference::MxuNumericsOptions> mxu = std::nullopt,
+                                                    const std::optional<std::vector<std::string>>& tensors = std::nullopt);
 
 }  // namespace tpusim

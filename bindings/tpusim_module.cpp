@@ -312,7 +312,7 @@ py::array toNumpy(const tpusim::ir::TensorValue& value) {
 
 py::dict reference(const std::string& path, const py::dict& feeds, std::optional<std::string> mode,
                    std::optional<int64_t> batch, double learning_rate, int threads, const std::string& numerics,
-                   const std::string& hw, const py::kwargs& training) {
+                   const std::string& hw, std::optional<std::vector<std::string>> tensors, const py::kwargs& training) {
   tpusim::RunRequest request;
   applyTraining(request, training);
   request.model_path = path;
@@ -334,7 +334,7 @@ py::dict reference(const std::string& path, const py::dict& feeds, std::optional
   std::map<std::string, tpusim::ir::TensorValue> results;
   {
     py::gil_scoped_release release;
-    results = tpusim::runReference(request, std::move(values), threads, mxu);
+    results = tpusim::runReference(request, std::move(values), threads, mxu, tensors);
   }
   py::dict out;
   for (const auto& [name, value] : results) out[py::str(name)] = toNumpy(value);
@@ -412,10 +412,12 @@ PYBIND11_MODULE(_core, m) {
         "Nothing if run(strategy=name) is built; otherwise tpusim.Error with the CLI's message.");
   m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
-        py::arg("numerics") = "reference", py::arg("hw") = "tpuv4",
+        py::arg("numerics") = "reference", py::arg("hw") = "tpuv4", py::arg("tensors") = py::none(),
         "Run one step of a model on the CPU reference executor. feeds: numpy arrays by input name (weights "
-        "default to the model's; optimizer state to zeros, the step to 0). Returns every tensor's value by name; "
-        "updated weights and states are '<name>:updated'. numerics='mxu' computes matmuls and convolutions as the "
+        "default to the model's; optimizer state to zeros, the step to 0). Returns every tensor's value by name, "
+        "or with tensors=[names] only those (the others are released during the step: a CNN's every tensor is "
+        "gigabytes); updated weights and states are '<name>:updated'. numerics='mxu' computes matmuls and "
+        "convolutions as the "
         "MXUs of preset `hw` do (tpusim run --functional; matmul_precision= sets the f32 passes). Takes run()'s "
         "training keyword arguments.");
   tpusim::setLogLevel("warn");

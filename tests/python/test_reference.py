@@ -57,3 +57,16 @@ def test_reference_errors(mlp_path, mlp):
         tpusim.reference(mlp_path, {"image": x}, batch=16)
     with pytest.raises(tpusim.Error, match="image"):
         tpusim.reference(mlp_path, {"image": x[:, :100]}, mode="inference", batch=16)
+
+
+def test_reference_returns_only_the_tensors_asked_for_with_the_same_values(mlp_path, mlp):
+    _, x, labels = mlp
+    feeds = {"image": x, "labels": labels}
+    every = tpusim.reference(mlp_path, feeds, batch=16)
+    asked = ["loss:loss", "0.weight:updated", "/1/Relu_output_0"]  # an activation, freed if not asked for
+    some = tpusim.reference(mlp_path, feeds, batch=16, tensors=asked)
+    assert sorted(some) == sorted(asked)
+    for name in asked:
+        np.testing.assert_array_equal(some[name], every[name])
+    with pytest.raises(tpusim.Error, match="the step has no tensor named 'no such tensor'"):
+        tpusim.reference(mlp_path, feeds, batch=16, tensors=["loss:loss", "no such tensor"])

@@ -92,9 +92,10 @@ def reference(
     threads: int = 1,
     numerics: str = "reference",
     hw: str = "tpuv4",
+    tensors: Optional[Sequence[str]] = None,
     **training: Any,
 ) -> Dict[str, numpy.ndarray]:
-    """Run one step on the CPU reference executor; returns every tensor's value by name."""
+    """Run one step on the CPU reference executor; returns every tensor's value by name, or only `tensors`'."""
 
 def set_log_level(level: str) -> None:
     """Log level on stderr: trace, debug, info, warn (default), error, critical or off."""

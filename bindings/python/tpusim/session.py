@@ -76,15 +76,15 @@ def compile(model, output, hw="tpuv4", mode=None, batch=None, overrides=None, **
 
 
 def reference(model, feeds, mode=None, batch=None, learning_rate=None, threads=1, numerics="reference", hw="tpuv4",
-              **options):
-    """One step on the CPU reference executor: numpy feeds in, every tensor out by name."""
+              tensors=None, **options):
+    """One step on the CPU reference executor: numpy feeds in, every tensor out by name (or only `tensors`)."""
     options = with_policy(model, options)
     if learning_rate is not None:
         options["learning_rate"] = learning_rate
     with ModelFile(model, mode, options) as file:
         rate = options.pop("learning_rate", 0.01)
         return _core.reference(file.path, feeds, mode=file.mode, batch=batch, learning_rate=rate, threads=threads,
-                               numerics=numerics, hw=hw, **options)
+                               numerics=numerics, hw=hw, tensors=tensors, **options)
 
 
 def reference_report(model, out=None, backend="cpu", numerics="reference", threads=1, replicas=1, warmup=1,
