@@ -16,7 +16,7 @@ struct TimingOptions {
 };
 
 struct TimedRun {
-  std::vector<ir::TensorValue> values;  // every tensor's value, by tensor id, from the last run
+  std::vector<ir::TensorValue> values;  // by tensor id, from the last run: every one, or those the executor keeps
   std::vector<double> op_seconds;       // each op's median wall time, in graph order
   uint64_t device_peak_bytes = 0;       // the most device memory in use (CUDA: measured); 0 on the CPU
   std::vector<std::string> op_kernels;  // CUDA: what ran each op, in graph order (cuBLAS, cuDNN, ...); CPU: none
