@@ -28,19 +28,18 @@ GemmSetup setupFor(DType dtype, const MxuNumericsOptions& options, int threads) 
 
 // out[m, n] = a[m, k] x b[k, n] through the MXU's numerics: f32 sums of float operands
 // (rounded to their dtype or split into bf16 passes by mxuMatmul).
-std::vector<float> gemm(const GemmSetup& n, const std::vector<float>& a, const std::vector<float>& b,
-                        uint64_t m, uint64_t k, uint64_t cols) {
+std::vector<float> gemm(const GemmSetup& n, const std::vector<float>& a, const std::vector<float>& b, uint64_t m,
+                        uint64_t k, uint64_t cols) {
   std::vector<float> out(m * cols);
   numerics::mxuMatmul(n.numerics, a, b, out, m, k, cols, n.threads);
   return out;
 }
 
 // The same for int8 operands: exact (wrapping) int32 sums.
-std::vector<int32_t> gemm(const GemmSetup& n, const std::vector<int8_t>& a, const std::vector<int8_t>& b,
-                          uint64_t m, uint64_t k, uint64_t cols) {
+std::vector<int32_t> gemm(const GemmSetup& n, const std::vector<int8_t>& a, const std::vector<int8_t>& b, uint64_t m,
+                          uint64_t k, uint64_t cols) {
   std::vector<int32_t> out(m * cols);
-  numerics::mxuMatmul(n.numerics, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, cols,
-                      n.threads);
+  numerics::mxuMatmul(n.numerics, std::span<const int8_t>(a), std::span<const int8_t>(b), out, m, k, cols, n.threads);
   return out;
 }
 
@@ -62,8 +61,7 @@ void packMatrix(const Src* from, bool transposed, uint64_t rows, uint64_t cols, 
 // `a`, `b` and `out` are the values (floats or ints) of the tensors of those shapes.
 template <typename E, typename Src, typename Dst>
 void matmul(const ir::Op& op, const ir::Shape& a_shape, const std::vector<Src>& a, const ir::Shape& b_shape,
-            const std::vector<Src>& b, const ir::Shape& out_shape, std::vector<Dst>& out,
-            const GemmSetup& n) {
+            const std::vector<Src>& b, const ir::Shape& out_shape, std::vector<Dst>& out, const GemmSetup& n) {
   const size_t rank = out_shape.size();
   const auto m = static_cast<uint64_t>(out_shape[rank - 2]), cols = static_cast<uint64_t>(out_shape[rank - 1]);
   const auto k = static_cast<uint64_t>(op.transpose_a ? a_shape[a_shape.size() - 2] : a_shape.back());
@@ -98,24 +96,34 @@ struct Patches {
   uint64_t rows() const { return static_cast<uint64_t>(y[0] * y[2] * y[3]); }
   uint64_t cols() const { return static_cast<uint64_t>(w[1] * w[2] * w[3]); }
   uint64_t outPerGroup() const { return static_cast<uint64_t>(w[0] / g.group); }
-  // The x index behind patch (row, col) of group `group`, or -1 for padding.
-  int64_t xIndex(uint64_t row, uint64_t col, int64_t group) const {
-    const int64_t ow = static_cast<int64_t>(row) % y[3], oh = static_cast<int64_t>(row) / y[3] % y[2];
-    const int64_t image = static_cast<int64_t>(row) / (y[2] * y[3]);
-    const int64_t j = static_cast<int64_t>(col) % w[3], i = static_cast<int64_t>(col) / w[3] % w[2];
-    const int64_t c = static_cast<int64_t>(col) / (w[2] * w[3]) + group * w[1];
-    const int64_t h = oh * g.strides[0] - g.pads[0] + i * g.dilations[0];
-    const int64_t v = ow * g.strides[1] - g.pads[1] + j * g.dilations[1];
-    if (h < 0 || h >= x[2] || v < 0 || v >= x[3]) return -1;
-    return ((image * x[1] + c) * x[2] + h) * x[3] + v;
+  // Calls at(index) for each patch element of group `group` in row-major order (rows (image,
+  // oh, ow), columns (c, kh, kw)): the x index it reads, or -1 for padding.
+  template <typename At>
+  void forEachPatch(int64_t group, At at) const {
+    for (int64_t image = 0; image < y[0]; ++image) {
+      for (int64_t oh = 0; oh < y[2]; ++oh) {
+        for (int64_t ow = 0; ow < y[3]; ++ow) {
+          for (int64_t c = group * w[1]; c < (group + 1) * w[1]; ++c) {
+            const int64_t plane = (image * x[1] + c) * x[2] * x[3];
+            for (int64_t i = 0; i < w[2]; ++i) {
+              const int64_t h = oh * g.strides[0] - g.pads[0] + i * g.dilations[0];
+              for (int64_t j = 0; j < w[3]; ++j) {
+                const int64_t v = ow * g.strides[1] - g.pads[1] + j * g.dilations[1];
+                at(h >= 0 && h < x[2] && v >= 0 && v < x[3] ? plane + h * x[3] + v : -1);
+              }
+            }
+          }
+        }
+      }
+    }
   }
-  // The y index of GEMM row `row`, output channel `channel` of group `group`.
-  int64_t yIndex(uint64_t row, uint64_t channel, int64_t group) const {
-    const int64_t pixels = y[2] * y[3];
-    const int64_t image = static_cast<int64_t>(row) / pixels, pixel = static_cast<int64_t>(row) % pixels;
-    return (image * y[1] + group * static_cast<int64_t>(outPerGroup()) + static_cast<int64_t>(channel)) * pixels +
-           pixel;
+  // The y index of GEMM row `row`, output channel 0 of group `group`; channel ch is
+  // pixels() further on per channel.
+  int64_t yIndex(uint64_t row, int64_t group) const {
+    const int64_t image = static_cast<int64_t>(row) / pixels(), pixel = static_cast<int64_t>(row) % pixels();
+    return (image * y[1] + group * static_cast<int64_t>(outPerGroup())) * pixels() + pixel;
   }
+  int64_t pixels() const { return y[2] * y[3]; }
   // The w index of output channel `channel` of group `group`, patch column `col`.
   int64_t wIndex(uint64_t channel, uint64_t col, int64_t group) const {
     return (group * static_cast<int64_t>(outPerGroup()) + static_cast<int64_t>(channel)) *
@@ -127,12 +135,8 @@ struct Patches {
 template <typename E, typename Src>
 std::vector<E> im2col(const Patches& p, const std::vector<Src>& x, int64_t group) {
   std::vector<E> cols(p.rows() * p.cols());
-  for (uint64_t r = 0; r < p.rows(); ++r) {
-    for (uint64_t c = 0; c < p.cols(); ++c) {
-      const int64_t at = p.xIndex(r, c, group);
-      cols[r * p.cols() + c] = at < 0 ? E{0} : static_cast<E>(x[static_cast<size_t>(at)]);
-    }
-  }
+  E* to = cols.data();
+  p.forEachPatch(group, [&](int64_t at) { *to++ = at < 0 ? E{0} : static_cast<E>(x[static_cast<size_t>(at)]); });
   return cols;
 }
 
@@ -151,8 +155,9 @@ void convForward(const Patches& p, const std::vector<Src>& x, const std::vector<
     }
     const auto sums = gemm(n, im2col<E>(p, x, group), wt, p.rows(), p.cols(), p.outPerGroup());
     for (uint64_t r = 0; r < p.rows(); ++r) {
+      Dst* row = y.data() + p.yIndex(r, group);
       for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
-        y[static_cast<size_t>(p.yIndex(r, ch, group))] = static_cast<Dst>(sums[r * p.outPerGroup() + ch]);
+        row[static_cast<int64_t>(ch) * p.pixels()] = static_cast<Dst>(sums[r * p.outPerGroup() + ch]);
       }
     }
   }
@@ -171,8 +176,9 @@ void convGradient(const ir::Op& op, const std::vector<const ir::TensorValue*>& i
   for (int64_t group = 0; group < groups; ++group) {
     std::vector<float> dy(p.rows() * p.outPerGroup());  // [N*OH*OW, M/g]
     for (uint64_t r = 0; r < p.rows(); ++r) {
+      const double* row = dy_value.floats.data() + p.yIndex(r, group);
       for (uint64_t ch = 0; ch < p.outPerGroup(); ++ch) {
-        dy[r * p.outPerGroup() + ch] = static_cast<float>(dy_value.floats[static_cast<size_t>(p.yIndex(r, ch, group))]);
+        dy[r * p.outPerGroup() + ch] = static_cast<float>(row[static_cast<int64_t>(ch) * p.pixels()]);
       }
     }
     if (input_grad) {
@@ -183,14 +189,13 @@ void convGradient(const ir::Op& op, const std::vector<const ir::TensorValue*>& i
         }
       }
       const std::vector<float> cols = gemm(n, dy, w, p.rows(), p.outPerGroup(), p.cols());
-      for (uint64_t r = 0; r < p.rows(); ++r) {  // col2im, in float
-        for (uint64_t c = 0; c < p.cols(); ++c) {
-          const int64_t at = p.xIndex(r, c, group);
-          if (at < 0) continue;
-          double& dx = out.floats[static_cast<size_t>(at)];
-          dx = static_cast<float>(static_cast<float>(dx) + cols[r * p.cols() + c]);
-        }
-      }
+      const float* from = cols.data();
+      p.forEachPatch(group, [&](int64_t at) {  // col2im, in float, in the patch matrix's order
+        const float term = *from++;
+        if (at < 0) return;
+        double& dx = out.floats[static_cast<size_t>(at)];
+        dx = static_cast<float>(static_cast<float>(dx) + term);
+      });
       continue;
     }
     std::vector<float> dyt(p.outPerGroup() * p.rows());  // dy^T [M/g, N*OH*OW]

@@ -38,8 +38,14 @@ float roundTo(DType dtype, float value) {
 }
 
 void roundInPlace(DType dtype, std::span<float> values) {
-  if (dtype == DType::kF32) return;
-  for (float& value : values) value = roundTo(dtype, value);
+  switch (dtype) {  // chosen once, outside the loop: the MXU numerics round whole operands to bf16
+    case DType::kF32: return;
+    case DType::kBF16:
+      for (float& value : values) value = bf16BitsToFloat(floatToBf16Bits(value));
+      return;
+    default:
+      for (float& value : values) value = roundTo(dtype, value);
+  }
 }
 
 double roundTo(DType dtype, double value) {
