@@ -6,6 +6,7 @@
 #include "api/parallel_degrees.hpp"
 #include "frontend/lower/lower.hpp"
 #include "frontend/passes/data_parallel.hpp"
+#include "frontend/train/int8_quantization.hpp"
 #include "frontend/train/loss_scaling.hpp"
 #include "reference/cpu/cpu_executor.hpp"
 #include "sim/common/error.hpp"
@@ -112,9 +113,21 @@ NamedValues generatedInputs(const ModelGraph& built, uint64_t seed) {
 NamedValues generatedWeights(const ModelGraph& built, uint64_t seed) {
   NamedValues weights;
   for (const ir::Tensor& tensor : built.graph.tensors()) {
+    if (built.graph.producer(tensor.id) != nullptr) continue;
     const auto init = built.model.weight_inits.find(tensor.name);
-    if (init == built.model.weight_inits.end() || built.graph.producer(tensor.id) != nullptr) continue;
-    weights.emplace_back(tensor.name, madeUp(tensor, init->second, seed));
+    if (init != built.model.weight_inits.end()) {
+      weights.emplace_back(tensor.name, madeUp(tensor, init->second, seed));
+      continue;
+    }
+    const auto quantized = built.model.made_up_quantized.find(tensor.name);
+    if (quantized == built.model.made_up_quantized.end()) continue;
+    // The f32 weight as an f32 run makes it up (the same name, so the same values), quantized.
+    const ImportedModel::MadeUpQuantized& from = quantized->second;
+    const ir::Tensor f32{-1, from.weight, from.shape, DType::kF32, ir::TensorRole::kWeight, -1};
+    QuantizedWeight q = quantizeWeight(madeUp(f32, built.model.weight_inits.at(from.weight), seed), from.channels,
+                                       from.channel_stride, from.scale_shape);
+    weights.emplace_back(tensor.name, std::move(q.values));
+    weights.emplace_back(from.scales, std::move(q.scales));
   }
   return weights;
 }
@@ -123,7 +136,11 @@ nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t
   std::map<std::string, int> rules;
   int64_t count = 0;
   for (const ir::Tensor& tensor : built.graph.tensors()) {
-    const auto init = built.model.weight_inits.find(tensor.name);
+    auto init = built.model.weight_inits.find(tensor.name);
+    const auto quantized = built.model.made_up_quantized.find(tensor.name);
+    if (quantized != built.model.made_up_quantized.end()) {
+      init = built.model.weight_inits.find(quantized->second.weight);  // quantized from a made-up weight
+    }
     if (init == built.model.weight_inits.end() || built.graph.producer(tensor.id) != nullptr) continue;
     ++count;
     // The rule without its fan-in, so that the summary counts kinds of weight.
@@ -135,7 +152,8 @@ nlohmann::ordered_json generatedWeightsSummary(const ModelGraph& built, uint64_t
   summary["method"] =
       "the model stores its weights' shapes only: their values are made up, PyTorch's default initializations "
       "chosen by the op that reads each weight (frontend/import/weight_init.hpp); the same seed gives the same "
-      "values to tpusim run --functional and tpusim reference";
+      "values to tpusim run --functional and tpusim reference; under --precision int8 a quantized weight's int8 "
+      "values and scales are quantized from its made-up f32 values";
   summary["rules"] = rules;
   return summary;
 }

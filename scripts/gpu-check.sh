@@ -2,7 +2,7 @@
 # The prepared check for a machine with an NVIDIA GPU (docs/reference.md, "GPU check"): builds
 # tpusim with CUDA, or takes the bundle scripts/gpu-bundle.sh made (GPU_BUNDLE), runs the CUDA
 # tests and the ONNX node-test suite (on the GPU too where one is), then `tpusim reference
-# --backend cuda` (and, for mlp and resnet50 in f32, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32,
+# --backend cuda` (and, for mlp and resnet50, --backend cpu) and `tpusim compare` on traces/mlp.onnx (f32,
 # mixed_bfloat16 and int8 inference), traces/resnet50.onnx (f32, int8 inference) and
 # traces/dlrm.onnx at a small batch.
 # Each step's output goes in <step>.log, the reports and tables in <model>/, and summary.txt has
@@ -252,14 +252,14 @@ fi
 
 # name, model, mode, batch, precision policy, whether the simulation is functional (its outputs
 # compared with the references'), and whether the CPU reference runs too. resnet50's weights are
-# made up (it stores shapes only; docs/reference.md); its f32 step also runs functionally and on
-# the CPU (about a minute on 2 cores, docs/reference.md), so that its numerics table sets cuDNN's
-# convolutions beside the MXU's and the CPU's. The int8 runs are inference (--precision int8
-# quantizes a trained model's matmuls and convolutions).
+# made up (it stores shapes only; docs/reference.md); its steps also run functionally and on the
+# CPU (about a minute on 2 cores, docs/reference.md), so that its numerics tables set cuDNN's
+# convolutions and the int8 kernel beside the MXU's and the CPU's. The int8 runs are inference
+# (--precision int8 quantizes the matmuls' and convolutions' weights, made-up ones too).
 seed=1
 for spec in "mlp mlp training 8 float32 functional cpu" "mlp-bf16 mlp training 8 mixed_bfloat16 functional cpu" \
   "mlp-int8 mlp inference 8 int8 functional cpu" "resnet50 resnet50 training 2 float32 functional cpu" \
-  "resnet50-int8 resnet50 inference 2 int8 timed cuda-only" "dlrm dlrm training 2 float32 timed cuda-only"; do
+  "resnet50-int8 resnet50 inference 2 int8 functional cpu" "dlrm dlrm training 2 float32 timed cuda-only"; do
   read -r name model mode batch precision sim_kind cpu <<<"$spec"
   trace="traces/$model.onnx"
   if [[ ! -f "$trace" ]]; then

@@ -44,6 +44,17 @@ struct ImportedModel {
   // Those initializers, by name: how values are made up for them where a run needs values
   // (the reference backends, --functional; frontend/import/weight_init.hpp).
   std::map<std::string, WeightInit> weight_inits;
+  // --precision int8 (frontend/train/int8_quantization.hpp) of a weight made up so: its int8
+  // values and scales are quantized from the made-up f32 values where a run needs them. By
+  // the int8 tensor's name ("<weight>/int8").
+  struct MadeUpQuantized {
+    std::string weight;  // the f32 weight's name, which keys weight_inits
+    ir::Shape shape;     // its shape
+    std::string scales;  // the scales' tensor ("<weight>/scale")
+    int64_t channels = 0, channel_stride = 1;
+    ir::Shape scale_shape;
+  };
+  std::map<std::string, MadeUpQuantized> made_up_quantized;
 };
 
 // The ops the importer understands, for error messages and docs.

@@ -115,6 +115,14 @@ void applyInt8Quantization(ImportedModel& model) {
         model.initializers[tensor.name + "/int8"] = std::move(q.values);
         model.initializers[tensor.name + "/scale"] = std::move(q.scales);
         if (!read_in_float.count(tensor.id)) model.initializers.erase(tensor.name);
+      } else if (model.weight_inits.count(tensor.name)) {
+        ImportedModel::MadeUpQuantized& made_up = model.made_up_quantized[tensor.name + "/int8"];
+        made_up.weight = tensor.name;
+        made_up.shape = tensor.shape;
+        made_up.scales = tensor.name + "/scale";
+        made_up.channels = layout->second.channels;
+        made_up.channel_stride = layout->second.stride;
+        made_up.scale_shape = layout->second.scale_shape;
       }
       if (!read_in_float.count(tensor.id)) continue;
     }

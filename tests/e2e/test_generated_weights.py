@@ -87,3 +87,27 @@ def test_the_functional_simulation_uses_the_same_made_up_weights(tpusim_bin, sma
     assert len(numerics) >= 8
     for row in numerics:  # the MXU's numerics on both sides, and the same weights: exactly equal
         assert row["max_abs_error"] == 0, row
+
+
+def test_int8_inference_quantizes_the_made_up_weights(tpusim_bin, small_cnn, tmp_path):
+    """--precision int8 stores each quantized weight as int8 values and scales: for a shape-only
+    model both come from the made-up f32 weight, so the reference and the functional simulation
+    run, agree exactly (int8 sums are exact), and an f32 run of the same seed reads the same weights."""
+    common = ["--batch", "4", "--mode", "inference", "--seed", "3"]
+    cli(tpusim_bin, "reference", small_cnn, *common, "--precision", "int8", "--backend", "cpu", "--warmup", "0",
+        "--repeats", "1", "--out", str(tmp_path / "ref"))
+    report = json.loads((tmp_path / "ref" / "report.json").read_text())
+    assert report["generated_weights"]["count"] == 8  # conv.weight and fc.weight counted once, as their int8 form
+    assert "quantized from its made-up f32 values" in report["generated_weights"]["method"]
+    cli(tpusim_bin, "run", small_cnn, *common, "--precision", "int8", "--functional", "--no-instructions",
+        "--out", str(tmp_path / "sim"))
+    cli(tpusim_bin, "compare", str(tmp_path / "sim" / "report.json"), str(tmp_path / "ref" / "report.json"),
+        "--out", str(tmp_path / "cmp"))
+    rows = json.loads((tmp_path / "cmp" / "compare.json").read_text())["numerics"]["outputs"]
+    assert [row["output"] for row in rows] == ["logits"] and rows[0]["max_abs_error"] == 0, rows
+    # Against f32 with the same made-up weights: int8's rounding error, small beside the logits.
+    cli(tpusim_bin, "reference", small_cnn, *common, "--backend", "cpu", "--warmup", "0", "--repeats", "1",
+        "--out", str(tmp_path / "f32"))
+    int8 = outputs(tmp_path / "ref", report)["logits"]
+    f32 = outputs(tmp_path / "f32", json.loads((tmp_path / "f32" / "report.json").read_text()))["logits"]
+    assert 0 < np.abs(int8 - f32).max() < 0.05 * np.abs(f32).max()

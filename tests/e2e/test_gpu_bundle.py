@@ -105,6 +105,7 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     # references and their comparisons run from the bundle with its own libraries.
     for step, rc in [("cuda-tests", 0), ("mlp-reference-cuda", 6), ("mlp-compare-cpu", 0), ("mlp-bf16-compare-cpu", 0),
                      ("resnet50-sim", 0), ("resnet50-reference-cuda", 6), ("resnet50-compare-cpu", 0),
+                     ("resnet50-int8-reference-cuda", 6), ("resnet50-int8-compare-cpu", 0),
                      ("dlrm-sim", 0), ("dlrm-reference-cuda", 6)]:
         assert f"{step:<28} rc {rc:<3}" in summary, summary
     assert "cuda-tests: 4 skipped" in summary
