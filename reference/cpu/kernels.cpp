@@ -10,26 +10,63 @@
 
 namespace tpusim::reference {
 
+namespace {
+
+// op(b) in T, [k, n] row-major: what matmulPacked() reads.
 template <typename T>
-void matmul(std::span<const double> a, std::span<const double> b, std::span<double> out, int64_t m, int64_t k,
-            int64_t n, bool transpose_a, bool transpose_b, int threads) {
-  // Strides of op(a)[row, i] and op(b)[i, col] in the stored layouts.
-  const int64_t a_row = transpose_a ? 1 : k;
-  const int64_t a_inner = transpose_a ? m : 1;
+std::vector<T> packedB(std::span<const double> b, int64_t k, int64_t n, bool transpose_b) {
   const int64_t b_inner = transpose_b ? 1 : n;
   const int64_t b_col = transpose_b ? k : 1;
+  std::vector<T> op_b(static_cast<size_t>(k * n));
+  for (int64_t i = 0; i < k; ++i) {
+    for (int64_t col = 0; col < n; ++col) {
+      op_b[static_cast<size_t>(i * n + col)] = static_cast<T>(b[static_cast<size_t>(i * b_inner + col * b_col)]);
+    }
+  }
+  return op_b;
+}
+
+// Each out[row, col] sums its k products from zero in T, i increasing, every product and sum
+// rounded in T. The sums of a block of rows over a tile of columns are carried side by side, so
+// the inner loop runs along contiguous columns of op(b) (which the compiler vectorizes) while
+// each element still gets its terms in that order; a thread's tile of op(b) is reused by all
+// of its row blocks.
+template <typename T>
+void matmulPacked(std::span<const double> a, const std::vector<T>& op_b, std::span<double> out, int64_t m, int64_t k,
+                  int64_t n, bool transpose_a, int threads) {
+  // Strides of op(a)[row, i] in the stored layout.
+  const int64_t a_row = transpose_a ? 1 : k;
+  const int64_t a_inner = transpose_a ? m : 1;
+  constexpr int64_t kBlockRows = 4, kTileCols = 256;
   parallelRows(m, threads, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      for (int64_t col = 0; col < n; ++col) {
-        T sum = 0;
+    std::vector<T> sums(static_cast<size_t>(kBlockRows * kTileCols));
+    for (int64_t c0 = 0; c0 < n; c0 += kTileCols) {
+      const int64_t cols = std::min(kTileCols, n - c0);
+      for (int64_t r0 = begin; r0 < end; r0 += kBlockRows) {
+        const int64_t rows = std::min(kBlockRows, end - r0);
+        std::fill(sums.begin(), sums.end(), T{0});
         for (int64_t i = 0; i < k; ++i) {
-          sum += static_cast<T>(a[static_cast<size_t>(row * a_row + i * a_inner)]) *
-                 static_cast<T>(b[static_cast<size_t>(i * b_inner + col * b_col)]);
+          const T* b_row = op_b.data() + i * n + c0;
+          for (int64_t r = 0; r < rows; ++r) {
+            const auto av = static_cast<T>(a[static_cast<size_t>((r0 + r) * a_row + i * a_inner)]);
+            T* sum = sums.data() + r * kTileCols;
+            for (int64_t c = 0; c < cols; ++c) sum[c] = sum[c] + av * b_row[c];
+          }
         }
-        out[static_cast<size_t>(row * n + col)] = sum;
+        for (int64_t r = 0; r < rows; ++r) {
+          std::copy_n(sums.begin() + r * kTileCols, cols, out.begin() + (r0 + r) * n + c0);
+        }
       }
     }
   });
+}
+
+}  // namespace
+
+template <typename T>
+void matmul(std::span<const double> a, std::span<const double> b, std::span<double> out, int64_t m, int64_t k,
+            int64_t n, bool transpose_a, bool transpose_b, int threads) {
+  matmulPacked<T>(a, packedB<T>(b, k, n, transpose_b), out, m, k, n, transpose_a, threads);
 }
 
 void checkLabels(std::span<const int64_t> labels, int64_t classes) {
@@ -139,14 +176,27 @@ void batchedMatmul(std::span<const double> a, const std::vector<int64_t>& a_shap
   const auto sa = broadcastStrides(ir::Shape(a_shape.begin(), a_shape.end() - 2), batch);
   const auto sb = broadcastStrides(ir::Shape(b_shape.begin(), b_shape.end() - 2), batch);
   const int64_t batches = ir::elementCount(batch);
+  // One b for the whole batch and a's matrices stacked in order (a untransposed, not
+  // broadcast): one matmul of batches x m rows, the same sums (a transformer's projection of
+  // [tokens, batch, features] would otherwise be one row per call, each reading all of b).
+  const bool shared_b = std::all_of(sb.begin(), sb.end(), [](int64_t stride) { return stride == 0; });
+  if (shared_b && !transpose_a && sa == broadcastStrides(batch, batch)) {
+    matmul<T>(a, b, out, batches * m, k, n, false, transpose_b, threads);
+    return;
+  }
   std::vector<int64_t> index(batch.size(), 0);
   int64_t ia = 0;
   int64_t ib = 0;
+  int64_t packed_ib = -1;  // the b matrix `op_b` holds: repacked only when it changes
+  std::vector<T> op_b;
   for (int64_t e = 0; e < batches; ++e) {
-    matmul<T>(a.subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)),
-              b.subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)),
-              out.subspan(static_cast<size_t>(e * m * n), static_cast<size_t>(m * n)), m, k, n, transpose_a,
-              transpose_b, threads);
+    if (ib != packed_ib) {
+      op_b = packedB<T>(b.subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)), k, n, transpose_b);
+      packed_ib = ib;
+    }
+    matmulPacked<T>(a.subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)), op_b,
+                    out.subspan(static_cast<size_t>(e * m * n), static_cast<size_t>(m * n)), m, k, n, transpose_a,
+                    threads);
     for (size_t d = batch.size(); d-- > 0;) {
       if (++index[d] < batch[d]) {
         ia += sa[d];

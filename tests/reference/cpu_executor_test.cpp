@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "frontend/train/training_graph.hpp"
+#include "reference/cpu/broadcast.hpp"
 #include "reference/cpu/kernels.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/gradient_check.hpp"
@@ -66,6 +67,82 @@ TEST_P(MatMulKernel, MatchesDoublePrecisionAndIgnoresThreadCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulKernel, ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+// The contract, bit for bit: from zero, in T, k increasing, every product and sum rounded; with
+// n past the kernel's tile of 256 columns and m past its block of 4 rows, at any thread count.
+template <typename T>
+void expectLiteralOrder(bool ta, bool tb) {
+  const int64_t m = 11, k = 70, n = 300;
+  std::mt19937 rng(9);
+  const std::vector<double> a = randomFloats(static_cast<size_t>(m * k), rng);
+  const std::vector<double> b = randomFloats(static_cast<size_t>(k * n), rng);
+  for (int threads : {1, 3}) {
+    std::vector<double> out(static_cast<size_t>(m * n));
+    matmul<T>(a, b, out, m, k, n, ta, tb, threads);
+    for (int64_t r = 0; r < m; ++r) {
+      for (int64_t c = 0; c < n; ++c) {
+        T sum = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const T product = static_cast<T>(ta ? a[static_cast<size_t>(i * m + r)] : a[static_cast<size_t>(r * k + i)]) *
+                            static_cast<T>(tb ? b[static_cast<size_t>(c * k + i)] : b[static_cast<size_t>(i * n + c)]);
+          sum = sum + product;
+        }
+        ASSERT_EQ(out[static_cast<size_t>(r * n + c)], static_cast<double>(sum)) << r << ", " << c;
+      }
+    }
+  }
+}
+
+// Each batch element is matmul() of its own operands, bit for bit, whether b is shared (the
+// batch folded into rows), broadcast over part of the batch, or one per element.
+TEST(CpuExecutor, BatchedMatmulIsEachElementsMatmul) {
+  struct Case {
+    ir::Shape a, b;
+    bool ta, tb;
+  };
+  const int64_t m = 3, k = 5, n = 4;
+  const std::vector<Case> cases = {{{7, 1, m, k}, {k, n}, false, false},  // shared b: folded
+                                   {{7, m, k}, {n, k}, false, true},      // ... transposed
+                                   {{7, k, m}, {k, n}, true, false},      // transposed a: not folded
+                                   {{2, 3, m, k}, {3, k, n}, false, false},
+                                   {{3, m, k}, {2, 3, k, n}, false, false},  // a broadcast: not folded
+                                   {{4, m, k}, {4, k, n}, false, false}};
+  std::mt19937 rng(12);
+  for (const Case& c : cases) {
+    const ir::Shape batch =
+        c.a.size() >= c.b.size() ? ir::Shape(c.a.begin(), c.a.end() - 2) : ir::Shape(c.b.begin(), c.b.end() - 2);
+    ir::Shape out_shape = batch;
+    out_shape.push_back(m);
+    out_shape.push_back(n);
+    const std::vector<double> a = randomFloats(static_cast<size_t>(ir::elementCount(c.a)), rng);
+    const std::vector<double> b = randomFloats(static_cast<size_t>(ir::elementCount(c.b)), rng);
+    std::vector<double> out(static_cast<size_t>(ir::elementCount(out_shape)));
+    batchedMatmul<float>(a, c.a, b, c.b, out, out_shape, c.ta, c.tb, 2);
+    const std::vector<int64_t> sa = broadcastStrides(ir::Shape(c.a.begin(), c.a.end() - 2), batch);
+    const std::vector<int64_t> sb = broadcastStrides(ir::Shape(c.b.begin(), c.b.end() - 2), batch);
+    for (int64_t e = 0; e < ir::elementCount(batch); ++e) {
+      int64_t ia = 0, ib = 0, rest = e;  // element e's operands, from its multi-index
+      for (size_t d = batch.size(); d-- > 0;) {
+        ia += (rest % batch[d]) * sa[d];
+        ib += (rest % batch[d]) * sb[d];
+        rest /= batch[d];
+      }
+      std::vector<double> one(static_cast<size_t>(m * n));
+      matmul<float>(std::span<const double>(a).subspan(static_cast<size_t>(ia * m * k), static_cast<size_t>(m * k)),
+                    std::span<const double>(b).subspan(static_cast<size_t>(ib * k * n), static_cast<size_t>(k * n)),
+                    one, m, k, n, c.ta, c.tb, 1);
+      for (int64_t i = 0; i < m * n; ++i) {
+        EXPECT_EQ(out[static_cast<size_t>(e * m * n + i)], one[static_cast<size_t>(i)]) << "batch element " << e;
+      }
+    }
+  }
+}
+
+TEST_P(MatMulKernel, SumsEachElementInIncreasingKBitForBit) {
+  const auto [ta, tb] = GetParam();
+  expectLiteralOrder<float>(ta, tb);
+  expectLiteralOrder<double>(ta, tb);
+}
 
 TEST(Kernels, SoftmaxCrossEntropyClosedForm) {
   // Row 0: logits (0, 0), label 0: -log(1/2) = ln 2.
