@@ -74,6 +74,32 @@ double roundTo(DType dtype, double value) {
   return value;
 }
 
+namespace {
+
+// roundTo(kBF16, v) for every value, in blocks: a block whose values are all exactly floats
+// (what float arithmetic stores, so round-to-odd leaves them as they are) and none NaN is
+// rounded by the bits alone, as floatToBf16Bits does, in branch-free loops the compiler
+// vectorizes; any other block value by value.
+void roundToBf16InPlace(std::span<double> values) {
+  constexpr size_t kBlock = 64;
+  for (size_t start = 0; start < values.size(); start += kBlock) {
+    double* v = values.data() + start;
+    const size_t count = std::min(kBlock, values.size() - start);
+    bool floats = true;
+    for (size_t i = 0; i < count; ++i) floats &= static_cast<double>(static_cast<float>(v[i])) == v[i];  // NaN: false
+    if (!floats) {
+      for (size_t i = 0; i < count; ++i) v[i] = roundTo(DType::kBF16, v[i]);
+      continue;
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t bits = bitsOf(static_cast<float>(v[i]));
+      v[i] = floatOf((bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u);
+    }
+  }
+}
+
+}  // namespace
+
 // The dtype is chosen once, outside the loop, so that the common floating cases run as
 // straight loops over the values (the CPU executor rounds every op's output).
 void roundInPlace(DType dtype, std::span<double> values) {
@@ -82,9 +108,7 @@ void roundInPlace(DType dtype, std::span<double> values) {
     case DType::kF32:
       for (double& value : values) value = static_cast<float>(value);
       return;
-    case DType::kBF16:
-      for (double& value : values) value = bf16BitsToFloat(floatToBf16Bits(toFloatRoundToOdd(value)));
-      return;
+    case DType::kBF16: roundToBf16InPlace(values); return;
     default:
       for (double& value : values) value = roundTo(dtype, value);
   }

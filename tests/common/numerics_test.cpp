@@ -142,5 +142,50 @@ TEST(RoundTo, DoublesRoundOnceToEachType) {
   EXPECT_EQ(values, (std::vector<double>{1.1, 2.5}));
 }
 
+// roundInPlace's bf16 loop takes blocks of values that are exactly floats by their bits alone:
+// it must give roundTo()'s bits for every kind of value, whether a block is all floats or mixed.
+TEST(Bf16, RoundingInPlaceGivesRoundTosBitsInEveryBlock) {
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<uint32_t> float_bits;
+  std::uniform_int_distribution<uint64_t> double_bits;
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> special = {0.0,
+                                       -0.0,
+                                       inf,
+                                       -inf,
+                                       std::numeric_limits<double>::quiet_NaN(),
+                                       static_cast<double>(fromBits(0x3f808000)),  // a tie, to even
+                                       static_cast<double>(fromBits(0x00000001)),  // the smallest subnormal
+                                       static_cast<double>(fromBits(0x7f7fffff)),  // rounds up to infinity
+                                       1e300,
+                                       -1e-300,
+                                       1.0 + std::ldexp(1.0, -40)};
+  // Blocks of 64: all floats (a quarter of them ties, half of those odd), floats with one double
+  // that is not, the specials that are floats (the bits path), and every special.
+  const std::vector<double> float_specials(special.begin(), special.begin() + 4);
+  std::vector<double> values;
+  for (int block = 0; block < 400; ++block) {
+    for (int i = 0; i < 64; ++i) {
+      uint32_t bits = float_bits(rng);
+      if (i % 4 == 0) bits = (bits & 0xffff0000u) | 0x8000u;  // halfway between two bf16 values
+      double v = static_cast<double>(fromBits(bits));
+      if (std::isnan(v)) v = 1.5;
+      if (block % 4 == 1 && i == block % 64) v = std::bit_cast<double>(double_bits(rng));
+      if (block % 4 == 2) v = i < 8 ? static_cast<double>(fromBits(0x7f7fffff - static_cast<uint32_t>(i))) : v;
+      if (block % 4 == 2 && i >= 8 && i < 12) v = float_specials[static_cast<size_t>(i - 8)];
+      if (block % 4 == 3) v = special[static_cast<size_t>(i) % special.size()];
+      values.push_back(v);
+    }
+  }
+  values.resize(values.size() - 5);  // and a short last block
+  std::vector<double> rounded = values;
+  roundInPlace(DType::kBF16, rounded);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const double expected = roundTo(DType::kBF16, values[i]);
+    ASSERT_EQ(std::bit_cast<uint64_t>(rounded[i]), std::bit_cast<uint64_t>(expected))
+        << "value " << values[i] << " at " << i;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim::numerics
