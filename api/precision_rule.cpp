@@ -52,8 +52,6 @@ struct StepValues {
   uint64_t overflows = 0;
 };
 
-// One training step on the CPU executor; under loss scaling a step whose gradients are not
-// finite is rerun at half the scale (`scale` carries across steps, as Keras's does).
 bool isParameterUpdate(const ir::Op& op) {
   return op.type == ir::OpType::kSgdUpdate ||
          (op.type == ir::OpType::kOptimizerUpdate && op.update_target == ir::UpdateTarget::kParameter);
@@ -73,6 +71,8 @@ std::vector<int> readAfterStep(const ir::Graph& graph) {
   return read;
 }
 
+// One training step on the CPU executor; under loss scaling a step whose gradients are not
+// finite is rerun at half the scale (`scale` carries across steps, as Keras's does).
 StepValues runStep(const ModelGraph& built, const reference::CpuExecutor& executor,
                    std::map<std::string, ir::TensorValue> feeds, double& scale) {
   const ir::Graph& graph = built.graph;

@@ -54,14 +54,15 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   // reads them, the simulator's data-parallel graph (frontend/passes/data_parallel.hpp).
   const ir::Graph graph = allReduceGradients(built.graph, request.replicas);
   // The model's ops first, then the device: what the CUDA executor cannot run is said on any machine.
+  // Only the step's outputs are read after it: the CPU executor holds each other value only until
+  // its last reader, and the CUDA executor copies back only these.
+  const std::vector<int> outputs = stepOutputIds(graph);
   std::optional<reference::CudaExecutor> cuda_executor;
-  if (cuda) cuda_executor.emplace(graph, request.replicas, stepOutputIds(graph));
+  if (cuda) cuda_executor.emplace(graph, request.replicas, outputs);
   std::optional<reference::CudaDevice> device;
   if (cuda) device = reference::firstCudaDevice();  // throws without a device or without CUDA
   ReferenceOutcome outcome;
   outcome.inputs = generatedInputs(built, run.seed);
-  // Only the step's outputs are read after it: the CPU executor holds each other value only until
-  // its last reader, and the CUDA executor copies back only these.
   reference::CpuOptions options{request.run.threads, std::nullopt};
   if (request.numerics == "mxu") options.mxu = mxuNumericsOf(hw, run);
   const std::vector<std::map<std::string, ir::TensorValue>> feeds = replicaFeeds(built, run.seed, request.replicas);
@@ -70,7 +71,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   if (cuda) {
     runs = cuda_executor->runReplicas(feeds, request.timing);
   } else {
-    const reference::CpuExecutor executor(graph, options, stepOutputIds(graph));
+    const reference::CpuExecutor executor(graph, options, outputs);
     runs = executor.runTimedReplicas(feeds, request.timing);
     cpu_held_peak_bytes = executor.heldPeakBytes();
   }
@@ -149,7 +150,7 @@ ReferenceOutcome runReferenceBackend(const ReferenceRequest& request) {
   r["inputs"] = nlohmann::ordered_json::array();
   for (const auto& [name, value] : outcome.inputs) r["inputs"].push_back(describe(name, "", value));
   r["outputs"] = nlohmann::ordered_json::array();
-  for (int id : stepOutputIds(graph)) {
+  for (int id : outputs) {
     const ir::Tensor& tensor = graph.tensor(id);
     const ir::Op* producer = graph.producer(id);
     const ir::TensorValue& value = values[static_cast<size_t>(id)];

@@ -7,8 +7,8 @@
 
 namespace tpusim::reference {
 
-TensorLifetimes tensorLifetimes(const ir::Graph& graph, const std::vector<int>& keep) {
-  const size_t tensors = graph.tensors().size(), ops = graph.ops().size();
+std::vector<bool> keptTensors(const ir::Graph& graph, const std::vector<int>& keep) {
+  const size_t tensors = graph.tensors().size();
   std::vector<bool> kept(tensors, false);
   for (int id : keep) {
     if (id < 0 || static_cast<size_t>(id) >= tensors) {
@@ -17,6 +17,12 @@ TensorLifetimes tensorLifetimes(const ir::Graph& graph, const std::vector<int>& 
     }
     kept[static_cast<size_t>(id)] = true;
   }
+  return kept;
+}
+
+TensorLifetimes tensorLifetimes(const ir::Graph& graph, const std::vector<int>& keep) {
+  const size_t tensors = graph.tensors().size(), ops = graph.ops().size();
+  const std::vector<bool> kept = keptTensors(graph, keep);
   // last[t]: the last op that reads or makes t; none for a feed no op reads.
   constexpr size_t kNone = static_cast<size_t>(-1);
   std::vector<size_t> last(tensors, kNone);

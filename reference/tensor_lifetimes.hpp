@@ -19,8 +19,11 @@ struct TensorLifetimes {
   uint64_t peak_bytes = 0;
 };
 
+// By tensor id: whether `keep` names it. Throws Error (kInternal) for an id the graph lacks.
+std::vector<bool> keptTensors(const ir::Graph& graph, const std::vector<int>& keep);
+
 // The lifetimes of `graph`'s tensors when the caller keeps the tensors `keep` (ids) to the end.
-// Throws Error (kInternal) for an id the graph lacks.
+// Throws as keptTensors() does.
 TensorLifetimes tensorLifetimes(const ir::Graph& graph, const std::vector<int>& keep);
 
 }  // namespace tpusim::reference

@@ -5,15 +5,16 @@
 #include "reference/cuda/op_launch.hpp"
 #include "reference/cuda/op_support.hpp"
 #include "reference/feeds.hpp"
+#include "reference/tensor_lifetimes.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::reference {
 
 namespace {
 
-using ir::OpType;
 using cuda::Elem;
 using cuda::Ref;
+using ir::OpType;
 
 Error invalid(const ir::Op& op, const std::string& what) {
   return Error(ErrorKind::kInvalidInput, what).within("op '" + op.name + "'");
@@ -107,15 +108,10 @@ ir::TensorValue hostValue(const ir::Tensor& tensor, const std::vector<unsigned c
 }  // namespace
 
 CudaExecutor::CudaExecutor(const ir::Graph& graph, int64_t replicas, const std::optional<std::vector<int>>& keep)
-    : m_graph(graph), m_replicas(replicas), m_copied_back(graph.tensors().size(), !keep) {
+    : m_graph(graph),
+      m_replicas(replicas),
+      m_copied_back(keep ? keptTensors(graph, *keep) : std::vector<bool>(graph.tensors().size(), true)) {
   if (replicas < 1) throw Error(ErrorKind::kInvalidConfig, "the CUDA executor needs at least one replica");
-  for (int id : keep.value_or(std::vector<int>{})) {
-    if (id < 0 || static_cast<size_t>(id) >= m_copied_back.size()) {
-      throw Error(ErrorKind::kInternal, "kept tensor id " + std::to_string(id) + " is not in a graph of " +
-                                            std::to_string(m_copied_back.size()));
-    }
-    m_copied_back[static_cast<size_t>(id)] = true;
-  }
   for (const ir::Op& op : graph.ops()) {
     const std::string why = cuda::unsupportedReason(graph, op, replicas);
     if (!why.empty()) {
@@ -196,8 +192,8 @@ namespace {
 
 // One replica's buffers and launches, prepared before the timed runs.
 struct Replica {
-  std::vector<Ref> refs;                 // by tensor id
-  std::vector<cuda::OpLaunch> launches;  // by op; empty for a cross-replica AllReduce
+  std::vector<Ref> refs;                  // by tensor id
+  std::vector<cuda::OpLaunch> launches;   // by op; empty for a cross-replica AllReduce
   std::vector<cuda::KernelFault> faults;  // by op
   std::vector<std::string> kernels;       // by op: what runs it
 };
