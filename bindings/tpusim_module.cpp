@@ -22,6 +22,7 @@
 #include "api/run_files.hpp"
 #include "api/session.hpp"
 #include "api/strategy.hpp"
+#include "api/validation/validate.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/precision_policy.hpp"
 #include "report/utilization_windows.hpp"
@@ -341,6 +342,24 @@ py::dict reference(const std::string& path, const py::dict& feeds, std::optional
   return out;
 }
 
+// tpusim validate: every case of a measurement file simulated; validate.json as a dict.
+py::object validateCases(const std::string& cases, const std::string& hw, int jobs,
+                         std::optional<std::vector<std::string>> families, std::optional<std::pair<uint64_t, uint64_t>> part,
+                         std::optional<py::dict> overrides, std::optional<std::string> out) {
+  tpusim::ValidateRequest request;
+  request.cases_path = cases;
+  request.hw = hw;
+  request.jobs = jobs;
+  if (families) request.families = *families;
+  if (part) std::tie(request.part, request.parts) = *part;
+  if (overrides) {
+    for (const auto& [key, value] : *overrides) request.overrides.emplace_back(py::str(key), overrideText(value));
+  }
+  const tpusim::ValidateResult result = tpusim::validate(request);
+  if (out) tpusim::writeValidateFiles(result, *out);
+  return jsonToPython(tpusim::validationJson(result.fits, result.cases, result.hardware, result.source));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -400,6 +419,13 @@ PYBIND11_MODULE(_core, m) {
         "(default 1f1b) the pipeline values searched; a space of more than max_plans plans is an error; "
         "progress(label, index, total) is called after each plan. Takes run()'s training keyword arguments (not "
         "remat, precision, micro_batches or pipeline_schedule).");
+  m.def("validate", &validateCases, py::arg("cases"), py::arg("hw") = "tpuv4", py::arg("jobs") = 1,
+        py::arg("families") = py::none(), py::arg("part") = py::none(), py::arg("overrides") = py::none(),
+        py::arg("out") = py::none(),
+        "Simulate every case of a measurement file (docs/fidelity.md) as a one-op model on preset `hw`, as tpusim "
+        "validate; returns validate.json as a dict (per-family errors and every case). jobs: worker processes; "
+        "families: only these ops; part=(i, n): the cases whose index is i modulo n; out: a directory for "
+        "validate.csv, validate.json and validate.html.");
   m.def("utilization_timeline", &utilizationTimeline, py::arg("report"),
         "Utilization over time per execution unit of a run's report: window_cycles, start_cycle (numpy array of "
         "each window's first cycle) and units (name to a numpy array of its utilization per window).");

@@ -13,5 +13,6 @@ int referenceCommand(const std::vector<std::string>& args);
 int compareCommand(const std::vector<std::string>& args);
 int reportCommand(const std::vector<std::string>& args);
 int autodistributeCommand(const std::vector<std::string>& args);
+int validateCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

@@ -24,6 +24,8 @@ constexpr const char* kUsage =
     "  compare SIM REF set a simulation report beside a reference report, per op and per output\n"
     "  autodistribute MODEL --topology SHAPE\n"
     "                  search data/tensor-parallel degrees, remat and precision by simulation; rank the plans\n"
+    "  validate CASES.json\n"
+    "                  simulate each measured op of CASES.json and set it beside the real chip's time\n"
     "  report RUN_DIR  remake the CSVs, trace.json and report.html of a run directory from its report.json\n"
     "  hw list         list the hardware presets\n"
     "  hw show PRESET  print a preset's parameters with units and descriptions\n"
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
     if (command == "reference") return tpusim::cli::referenceCommand(args);
     if (command == "compare") return tpusim::cli::compareCommand(args);
     if (command == "autodistribute") return tpusim::cli::autodistributeCommand(args);
+    if (command == "validate") return tpusim::cli::validateCommand(args);
     if (command == "report") return tpusim::cli::reportCommand(args);
     if (command == "hw") return tpusim::cli::hwCommand(args);
     std::cerr << "tpusim: unknown command '" << command << "'\n" << kUsage;

@@ -1,5 +1,5 @@
 """Type stub of the extension tpusim._core (bindings/tpusim_module.cpp)."""
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy
 
@@ -99,6 +99,17 @@ def reference(
 
 def set_log_level(level: str) -> None:
     """Log level on stderr: trace, debug, info, warn (default), error, critical or off."""
+
+def validate(
+    cases: str,
+    hw: str = "tpuv4",
+    jobs: int = 1,
+    families: Optional[List[str]] = None,
+    part: Optional[Tuple[int, int]] = None,
+    overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
+    out: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Every case of a measurement file simulated as a one-op model (tpusim validate); validate.json as a dict."""
 
 def presets() -> List[str]:
     """Names of the built-in hardware presets."""
