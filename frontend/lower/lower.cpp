@@ -160,6 +160,7 @@ void Lowerer::run() {
         members.push_back(&ops[++index]);
       }
     }
+    ++m_kernel;  // each op or fused group is one kernel, with the reductions it waits on
     try {
       emitPendingReductions(&op, members);
       lowerOp(op, members);
@@ -255,6 +256,14 @@ uint32_t Lowerer::addVmem(const ir::Op& op, uint32_t core, const std::string& wh
   return buffer->id();
 }
 
+uint32_t Lowerer::convertOps(DType dtype) const {
+  switch (dtype) {
+    case DType::kF16: return static_cast<uint32_t>(m_hw.vpu().f16_convert_ops());
+    case DType::kBF16: return static_cast<uint32_t>(m_hw.vpu().bf16_convert_ops());
+    default: return 0;
+  }
+}
+
 program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::string& part, program::Unit unit,
                                               uint32_t core, uint32_t unit_index) {
   program::Instruction* ins = m_chip.add_instructions();
@@ -265,6 +274,7 @@ program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::strin
   ins->set_unit(unit);
   ins->set_core(core);
   ins->set_unit_index(unit_index);
+  ins->set_kernel(m_kernel);
   return *ins;
 }
 

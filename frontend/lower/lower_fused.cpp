@@ -64,6 +64,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const ir::Op& op = *fused.ops[index];
     std::vector<uint32_t> reads, deps;
     uint64_t touched = 0;
+    uint32_t converts = 0;  // ALU operations per element converting what is loaded or stored
     for (int input : op.inputs) {
       const ir::Tensor& tensor = m_graph.tensor(input);
       auto found = here.find(input);
@@ -84,6 +85,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
         reads.push_back(buffer);
         deps.push_back(loaded);
         touched += bytes;
+        converts += convertOps(tensor.dtype);
         continue;
       }
       auto kept = fused.resident.find(input);  // another shape: whole, once per core
@@ -102,12 +104,14 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const uint64_t out_bytes = fractionOf(out.bytes(), part_size, whole_size);
     grow(out_buffer, out_bytes);
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
-    const uint32_t vpu =
-        vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE, elements,
-                          vectorOpsPerElement(op.type), out.dtype, reads, out_buffer, touched + out_bytes, deps);
+    const bool stored = !m_on_chip[static_cast<size_t>(output)];
+    if (stored) converts += convertOps(out.dtype);
+    const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE,
+                                           elements, vectorOpsPerElement(op.type) + converts, out.dtype, reads,
+                                           out_buffer, touched + out_bytes, deps);
     here[output] = {out_buffer, vpu};
     done.push_back(vpu);
-    if (!m_on_chip[static_cast<size_t>(output)]) {
+    if (stored) {
       const ByteRange bytes_range = range(output);
       const uint32_t stored = storeOutput(op, core, part, bytes_range, layout(output), out_buffer, {vpu});
       fused.stores[index].push_back({bytes_range, stored});

@@ -212,6 +212,16 @@ void Lowerer::lowerVector(const ir::Op& op) {
     }
   }
 
+  // Converting what streams in and the output where the vector unit lacks the dtype's ALU,
+  // spread over the elements of the work (rounded up).
+  uint64_t converted = static_cast<uint64_t>(ir::elementCount(out.shape)) * convertOps(out.dtype);
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (plan.movement[i] == Movement::kWhole) continue;
+    const ir::Tensor& input = m_graph.tensor(op.inputs[i]);
+    converted += plan.bytes[i] / dtypeBytes(input.dtype) * convertOps(input.dtype);
+  }
+  const auto converts = static_cast<uint32_t>(plan.elements ? (converted + plan.elements - 1) / plan.elements : 0);
+  const uint32_t work_per_element = ops_per_element + converts;
   // Bytes per row of what streams, and what stays.
   uint64_t resident = 0;
   double row_bytes = plan.rows ? static_cast<double>(out.bytes()) / static_cast<double>(plan.rows) : 0;
@@ -280,7 +290,7 @@ void Lowerer::lowerVector(const ir::Op& op) {
       program::Buffer* out_buffer = m_chip.mutable_buffers(static_cast<int>(out_slots[slot]));
       out_buffer->set_bytes(std::max(out_buffer->bytes(), out_bytes));
       const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, plan.kind,
-                                             fractionOf(plan.elements, rows.size(), plan.rows), ops_per_element,
+                                             fractionOf(plan.elements, rows.size(), plan.rows), work_per_element,
                                              out.dtype, slots[slot], out_slots[slot], touched + out_bytes, deps);
       const ByteRange range = rowRange(out.bytes(), plan.rows, 1, rows);
       const uint32_t stored = storeOutput(op, core, part, range, out_bytes, out_slots[slot], {vpu});
@@ -300,6 +310,7 @@ void Lowerer::lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows,
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& main = m_graph.tensor(op.inputs[static_cast<size_t>(main_input)]);
   const int64_t main_lead = main.shape.empty() ? 1 : main.shape[0];
+  ops_per_element += convertOps(main.dtype);  // each streamed element converted as it is read
   // Inputs laid out along the main input's leading dimension stream with it (when the rows are it).
   std::vector<bool> streams;
   uint64_t resident = out.bytes(), row_total = 0;

@@ -208,6 +208,9 @@ class Lowerer {
   std::optional<Topology> m_topology;  // LowerOptions::topology
   uint64_t m_bucket_limit;             // LowerOptions::all_reduce_bucket_bytes
   GemmCostModel costModel(DType input_dtype) const;
+  // Vector ALU operations per element to convert `dtype` to or from float32 as it is
+  // loaded or stored, where the vector unit has no ALU of that type (vpu.*_convert_ops).
+  uint32_t convertOps(DType dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op
@@ -216,6 +219,7 @@ class Lowerer {
   std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)
   std::vector<uint32_t> m_last_load;        // per core: the latest load emitted, or UINT32_MAX
   std::vector<uint32_t> m_loads_before_op;  // m_last_load when the current op began
+  uint32_t m_kernel = 0;  // Instruction.kernel of what is being lowered
   uint32_t m_scratch = UINT32_MAX;
   uint64_t m_scratch_bytes = 0;
 };

@@ -6,7 +6,13 @@ namespace tpusim {
 
 TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_prefix, const config::HardwareConfig& hw,
                        const UnitContext& context, std::vector<const program::Instruction*> instructions)
-    : sc_core::sc_module(name), m_instructions(std::move(instructions)) {
+    : sc_core::sc_module(name),
+      m_instructions(std::move(instructions)),
+      m_scoreboard(context.scoreboard),
+      m_clock(context.clock),
+      m_kernel_sync_cycles(context.stats->counter(stat_prefix + ".kernel_sync_cycles", "cycles",
+                                                  "cycles the sequencer waited at kernel boundaries for the core's "
+                                                  "earlier kernels to retire")) {
   const ArrayConfig array = arrayConfigOf(hw);
   const MxuTimingMode mode = timingModeOf(hw);
   for (int64_t i = 0; i < hw.mxu().per_core(); ++i) {
@@ -36,8 +42,18 @@ ExecUnit& TensorCore::unitFor(const program::Instruction& instruction) {
 }
 
 void TensorCore::sequence() {
+  uint64_t issued = 0;  // MXU, vector and DMA instructions issued (ICI collectives run across kernels)
+  uint32_t kernel = 0;
   for (const program::Instruction* instruction : m_instructions) {
+    if (instruction->unit() != program::ICI && instruction->kernel() != kernel) {
+      // A kernel starts once the core's earlier kernels have retired (Instruction.kernel).
+      const uint64_t waited_from = m_clock->now();
+      while (m_scoreboard->retiredOnCore(instruction->core()) < issued) wait(m_scoreboard->retiredEvent());
+      m_kernel_sync_cycles.add(m_clock->now() - waited_from);
+      kernel = instruction->kernel();
+    }
     if (instruction->unit() != program::ICI) {
+      ++issued;
       unitFor(*instruction).issue(instruction);
     } else if (m_ici) {
       m_ici->write(instruction);

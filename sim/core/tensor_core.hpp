@@ -40,6 +40,9 @@ class TensorCore : public sc_core::sc_module {
   ExecUnit& unitFor(const program::Instruction& instruction);
 
   std::vector<const program::Instruction*> m_instructions;
+  Scoreboard* m_scoreboard;
+  const ClockDomain* m_clock;
+  Counter& m_kernel_sync_cycles;
   std::vector<std::unique_ptr<Mxu>> m_mxus;
   std::unique_ptr<VectorUnit> m_vpu;
   std::vector<std::unique_ptr<DmaEngine>> m_dma;
