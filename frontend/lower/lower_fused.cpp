@@ -104,7 +104,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
     const uint32_t vpu =
         vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE, elements,
-                          vectorOpsPerElement(op.type), out.dtype, reads, out_buffer, touched + out_bytes, deps);
+                          vectorOpsPerElement(op), out.dtype, reads, out_buffer, touched + out_bytes, deps);
     here[output] = {out_buffer, vpu};
     done.push_back(vpu);
     if (!m_on_chip[static_cast<size_t>(output)]) {
