@@ -157,11 +157,11 @@ int64_t divide(int64_t x, int64_t y) {
 }  // namespace
 
 bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
-  static const std::set<std::string> kCompileTimeOnly = {
-      "ConstantOfShape", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Range", "Shape", "Size"};
-  static const std::set<std::string> kFoldable = {"Abs",     "Add",     "Cast",     "Concat",    "Div",  "Expand",
-                                                  "Flatten", "Gather",  "Identity", "Mul",       "Neg",  "Reshape",
-                                                  "Slice",   "Squeeze", "Sub",      "Unsqueeze", "Where"};
+  static const std::set<std::string> kCompileTimeOnly = {"ConstantOfShape", "Range", "Shape", "Size"};
+  static const std::set<std::string> kFoldable = {
+      "Abs",    "Add",     "Cast",           "Concat",   "Div",  "Equal",       "Expand", "Flatten",
+      "Gather", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Mul",    "Neg",
+      "Not",    "Reshape", "Slice",          "Squeeze",  "Sub",  "Unsqueeze",   "Where"};
   const std::string& type = node.op_type();
   const bool compile_time_only = kCompileTimeOnly.count(type) > 0;
   if (!compile_time_only && !kFoldable.count(type)) return false;
@@ -220,6 +220,12 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     out = input(0);
     for (double& v : out.floats) v = type == "Neg" ? -v : std::abs(v);
     for (int64_t& v : out.ints) v = wrapInt(out.dtype, type == "Neg" ? -v : (v < 0 ? -v : v));
+  } else if (type == "Not") {
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {});
+    if (input(0).dtype != DType::kBool) invalid(label + ": Not needs a bool input");
+    out = input(0);
+    for (int64_t& v : out.ints) v = v == 0;
   } else if (type == "Cast") {
     expectInputs(node, 1, 1);
     rejectAttributesExcept(node, {"to", "saturate"});

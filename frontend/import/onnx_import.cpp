@@ -275,6 +275,17 @@ std::optional<ir::UnaryKind> Importer::unaryKind(const std::string& type) {
   return it->second;
 }
 
+std::optional<ir::CompareDirection> Importer::compareDirection(const std::string& type) {
+  static const std::map<std::string, ir::CompareDirection> kDirections = {
+      {"Equal", ir::CompareDirection::kEq},          {"Less", ir::CompareDirection::kLt},
+      {"LessOrEqual", ir::CompareDirection::kLe},    {"Greater", ir::CompareDirection::kGt},
+      {"GreaterOrEqual", ir::CompareDirection::kGe},
+  };
+  auto it = kDirections.find(type);
+  if (it == kDirections.end()) return std::nullopt;
+  return it->second;
+}
+
 void Importer::importConstant(const onnx::NodeProto& node, const std::string& label) {
   if (node.attribute_size() != 1) invalid(label + " needs exactly one value attribute");
   const onnx::AttributeProto& attr = node.attribute(0);
@@ -393,6 +404,34 @@ void Importer::importNode(const onnx::NodeProto& node) {
       expectInputs(node, 1, 1);
       rejectAttributesExcept(node, {});
       define(node, g.unary(*kind, opName(node), value(node.input(0), label)));
+    } else if (type == "LeakyRelu" || type == "Elu") {
+      expectInputs(node, 1, 1);
+      rejectAttributesExcept(node, {"alpha"});
+      const bool leaky = type == "LeakyRelu";
+      define(node, g.unary(leaky ? ir::UnaryKind::kLeakyRelu : ir::UnaryKind::kElu, opName(node),
+                           value(node.input(0), label), floatAttribute(node, "alpha", leaky ? 0.01f : 1.0f)));
+    } else if (type == "Selu") {
+      expectInputs(node, 1, 1);
+      rejectAttributesExcept(node, {"alpha", "gamma"});
+      define(node, g.unary(ir::UnaryKind::kSelu, opName(node), value(node.input(0), label),
+                           floatAttribute(node, "alpha", 1.67326319217681884765625f),
+                           floatAttribute(node, "gamma", 1.05070102214813232421875f)));
+    } else if (type == "PRelu") {
+      importPRelu(node, label);
+    } else if (const auto direction = compareDirection(type)) {
+      expectInputs(node, 2, 2);
+      rejectAttributesExcept(node, {});
+      define(node, g.compare(*direction, opName(node), value(node.input(0), label), value(node.input(1), label)));
+    } else if (type == "Not") {
+      expectInputs(node, 1, 1);
+      rejectAttributesExcept(node, {});
+      const std::string name = opName(node);
+      const int x = value(node.input(0), label);
+      if (g.tensor(x).dtype != DType::kBool) invalid(label + ": Not needs a bool input");
+      // x == false: the one bool op the IR has.
+      const int no = g.addConstant(name + ".false", {}, DType::kBool);
+      m_result.initializers.emplace(name + ".false", ir::TensorValue{{}, DType::kBool, {}, {0}});
+      define(node, g.compare(ir::CompareDirection::kEq, name, x, no));
     } else if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") {
       const int x = value(node.input(0), label);
       define(node, g.reshape(opName(node), x, viewShape(node, label, g.tensor(x).shape)));
@@ -489,15 +528,15 @@ using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
   return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, "
-         "Conv, Div, Dropout, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, "
-         "Greater, GreaterOrEqual, Identity, LayerNormalization, Less, LessOrEqual, Log, LogSoftmax, MatMul, "
-         "MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Pow, Range, Reciprocal, ReduceMean, "
-         "ReduceSum, Relu, Reshape, Shape, Sigmoid, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Split, "
-         "Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+         "Conv, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, "
+         "Greater, GreaterOrEqual, Identity, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "
+         "MatMul, MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pow, PRelu, Range, Reciprocal, "
+         "ReduceMean, ReduceSum, Relu, Reshape, Selu, Shape, Sigmoid, Size, Slice, Softmax, "
+         "SoftmaxCrossEntropyLoss, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }
 
 const char* compileTimeOnnxOps() {
-  return "ConstantOfShape, Equal, Greater, GreaterOrEqual, Less, LessOrEqual, Range, Shape, Size";
+  return "ConstantOfShape, Range, Shape, Size";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

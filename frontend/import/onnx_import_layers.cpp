@@ -383,6 +383,25 @@ void Importer::importGelu(const onnx::NodeProto& node, const std::string& label)
   define(node, g.binary(ir::OpType::kMul, name, half_x, one_plus));
 }
 
+void Importer::importPRelu(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 2, 2, label);
+  rejectAttributesExcept(node, {});
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const int slope = value(node.input(1), label);
+  const ir::Shape& shape = g.tensor(x).shape;
+  // Unidirectional broadcasting: the slope takes x's shape, never the other way round.
+  if (ir::broadcastShapes(shape, g.tensor(slope).shape) != shape) {
+    invalid(label + ": slope of shape " + ir::shapeToString(g.tensor(slope).shape) +
+            " does not broadcast to X's shape " + ir::shapeToString(shape));
+  }
+  const int positive = g.relu(name + ".positive", x);
+  const int negated = g.relu(name + ".negated", g.scale(name + ".minus_x", x, -1.0));  // -min(x, 0)
+  define(node,
+         g.binary(ir::OpType::kSub, name, positive, g.binary(ir::OpType::kMul, name + ".sloped", slope, negated)));
+}
+
 void Importer::importDropout(const onnx::NodeProto& node, const std::string& label) {
   expectInputCount(node, 1, 3, label);
   rejectAttributesExcept(node, {"seed"});

@@ -112,8 +112,8 @@ class Importer {
 
   // Evaluates `node` while compiling when its inputs are all constants (Shape and Size
   // need only the input's shape); returns false when it must run as graph ops. An op that
-  // exists only at compile time (Range, ConstantOfShape, the comparisons) with a runtime
-  // input is an "unsupported" error.
+  // exists only at compile time (Range, ConstantOfShape) with a runtime input is an
+  // "unsupported" error.
   bool foldNode(const onnx::NodeProto& node, const std::string& label);
 
   // Slice's clamped geometry over `shape`: the first index, step and length of every dimension.
@@ -123,6 +123,10 @@ class Importer {
   // Gelu (opset 20) as 0.5 x (1 + erf(x / sqrt 2)), or with approximate="tanh" as
   // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
   void importGelu(const onnx::NodeProto& node, const std::string& label);
+
+  // PRelu as relu(x) - slope relu(-x): elementwise ops the fusion pass joins into one kernel,
+  // exact for infinite x (x - relu(x) would give inf - inf), with slope's gradient from Mul's.
+  void importPRelu(const onnx::NodeProto& node, const std::string& label);
 
   // Dropout is the identity unless its training_mode input is true with a ratio above 0,
   // which is random and not supported; the optional mask output is then all true.
@@ -180,6 +184,9 @@ class Importer {
   static void expectInputCount(const onnx::NodeProto& node, int min, int max, const std::string& label);
 
   static std::optional<ir::UnaryKind> unaryKind(const std::string& type);
+
+  // Equal, Less, LessOrEqual, Greater and GreaterOrEqual whose inputs are not all constants.
+  static std::optional<ir::CompareDirection> compareDirection(const std::string& type);
 
   // A Constant node becomes a constant tensor whose value travels with the weights.
   void importConstant(const onnx::NodeProto& node, const std::string& label);

@@ -314,21 +314,37 @@ int Graph::addConstant(const std::string& name, Shape shape, DType dtype) {
   return newTensor(name, std::move(shape), dtype, TensorRole::kConstant);
 }
 
+bool isParametricUnary(UnaryKind kind) {
+  return kind == UnaryKind::kLeakyRelu || kind == UnaryKind::kElu || kind == UnaryKind::kSelu;
+}
+
 int Graph::unary(UnaryKind kind, const std::string& name, int x, TensorRole role) {
+  // A silent default alpha would compute another function than the model's.
+  if (isParametricUnary(kind)) {
+    throw Error(ErrorKind::kInternal, std::string(unaryKindName(kind)) + " '" + name + "' built without its alpha");
+  }
+  return unary(kind, name, x, 0.0, 1.0, role);
+}
+
+int Graph::unary(UnaryKind kind, const std::string& name, int x, double alpha, double gamma, TensorRole role) {
   const Tensor& tx = checked(x, name);
   if (!isFloat(tx.dtype)) shapeError(name, std::string(unaryKindName(kind)) + " needs a float tensor");
   Op op = makeOp(name, OpType::kUnary, {x});
   op.unary = kind;
+  op.alpha = alpha;
+  op.gamma = gamma;
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, role);
 }
 
-int Graph::unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y) {
+int Graph::unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y, double alpha, double gamma) {
   const Tensor& tx = checked(x, name);
   if (checked(dy, name).shape != tx.shape || checked(y, name).shape != tx.shape) {
     shapeError(name, "UnaryGrad operands differ in shape");
   }
   Op op = makeOp(name, OpType::kUnaryGrad, {dy, x, y});
   op.unary = kind;
+  op.alpha = alpha;
+  op.gamma = gamma;
   return append(std::move(op), name + ":out", tx.shape, tx.dtype, TensorRole::kGradient);
 }
 

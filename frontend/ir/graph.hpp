@@ -104,9 +104,29 @@ enum class Reduction { kNone, kSum, kMean, kMax, kMin };
 const char* reductionName(Reduction reduction);
 enum class CompareDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 const char* compareDirectionName(CompareDirection direction);
-// kRound: to the nearest integer, halves to even (int8 quantization).
-enum class UnaryKind { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh, kRound };
+// kRound: to the nearest integer, halves to even (int8 quantization). The last three read
+// Op::alpha (and Selu Op::gamma), as ONNX defines them:
+//   kLeakyRelu  x >= 0 ? x : alpha x
+//   kElu        x >= 0 ? x : alpha (e^x - 1)
+//   kSelu       gamma (x > 0 ? x : alpha (e^x - 1))
+enum class UnaryKind {
+  kAbs,
+  kErf,
+  kExp,
+  kLog,
+  kNeg,
+  kReciprocal,
+  kSigmoid,
+  kSqrt,
+  kTanh,
+  kRound,
+  kLeakyRelu,
+  kElu,
+  kSelu
+};
 const char* unaryKindName(UnaryKind kind);
+// Whether the kind reads Op::alpha and Op::gamma.
+bool isParametricUnary(UnaryKind kind);
 
 // Geometry of a 2-D convolution (spatial dims in H, W order).
 struct ConvGeometry {
@@ -178,6 +198,8 @@ struct Op {
   Reduction reduction = Reduction::kMean;            // NllLoss
   std::optional<int64_t> ignore_index;               // NllLoss: labels equal to it count for nothing
   UnaryKind unary = UnaryKind::kAbs;                 // Unary, UnaryGrad
+  double alpha = 0;                                  // Unary, UnaryGrad: LeakyRelu's slope, Elu's and Selu's alpha
+  double gamma = 1;                                  // Unary, UnaryGrad: Selu's scale
   std::vector<int64_t> perm;                         // Transpose: output dim i is input dim perm[i]; Reduce: the axes
   bool keepdims = true;                              // Reduce
   std::vector<int64_t> starts;                       // Slice, SliceGrad: first index per dimension
@@ -227,8 +249,11 @@ class Graph {
   int softmaxCrossEntropyGrad(const std::string& name, int logits, int labels);
   int sgdUpdate(const std::string& name, int weight, int gradient, double learning_rate);
   int addConstant(const std::string& name, Shape shape, DType dtype);
+  // A parametric kind (isParametricUnary) needs the overload that takes its alpha and gamma.
   int unary(UnaryKind kind, const std::string& name, int x, TensorRole role = TensorRole::kActivation);
-  int unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y);
+  int unary(UnaryKind kind, const std::string& name, int x, double alpha, double gamma = 1,
+            TensorRole role = TensorRole::kActivation);
+  int unaryGrad(UnaryKind kind, const std::string& name, int dy, int x, int y, double alpha = 0, double gamma = 1);
   // An empty perm reverses the dimensions, as ONNX's default does.
   int transpose(const std::string& name, int x, std::vector<int64_t> perm, TensorRole role = TensorRole::kActivation);
   // Reduction::kSum, kMean, kMax or kMin over `axes` (non-negative, any order; empty = all).

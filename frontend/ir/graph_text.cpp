@@ -105,6 +105,9 @@ const char* unaryKindName(UnaryKind kind) {
     case UnaryKind::kSqrt: return "Sqrt";
     case UnaryKind::kTanh: return "Tanh";
     case UnaryKind::kRound: return "Round";
+    case UnaryKind::kLeakyRelu: return "LeakyRelu";
+    case UnaryKind::kElu: return "Elu";
+    case UnaryKind::kSelu: return "Selu";
   }
   return "?";
 }
@@ -146,6 +149,11 @@ std::string Graph::toString() const {
     text << "%" << out.id << " = " << opTypeName(op.type);
     if (op.transpose_a || op.transpose_b) text << "[ta=" << op.transpose_a << ",tb=" << op.transpose_b << "]";
     if (op.type == OpType::kCompare) text << "[" << compareDirectionName(op.compare) << "]";
+    if ((op.type == OpType::kUnary || op.type == OpType::kUnaryGrad) && isParametricUnary(op.unary)) {
+      text << "[" << unaryKindName(op.unary) << ",alpha=" << op.alpha;
+      if (op.unary == UnaryKind::kSelu) text << ",gamma=" << op.gamma;
+      text << "]";
+    }
     const bool extremum = op.reduction == Reduction::kMax || op.reduction == Reduction::kMin;
     if (op.type == OpType::kAllReduce || (op.type == OpType::kReduce && extremum))
       text << "[" << reductionName(op.reduction) << "]";

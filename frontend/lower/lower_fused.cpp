@@ -104,14 +104,14 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const uint64_t out_bytes = fractionOf(out.bytes(), part_size, whole_size);
     grow(out_buffer, out_bytes);
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
-    const bool stored = !m_on_chip[static_cast<size_t>(output)];
-    if (stored) converts += convertOps(out.dtype);
+    const bool leaves_chip = !m_on_chip[static_cast<size_t>(output)];
+    if (leaves_chip) converts += convertOps(out.dtype);
     const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE,
-                                           elements, vectorOpsPerElement(op.type) + converts, out.dtype, reads,
+                                           elements, vectorOpsPerElement(op) + converts, out.dtype, reads,
                                            out_buffer, touched + out_bytes, deps);
     here[output] = {out_buffer, vpu};
     done.push_back(vpu);
-    if (stored) {
+    if (leaves_chip) {
       const ByteRange bytes_range = range(output);
       const uint32_t stored = storeOutput(op, core, part, bytes_range, layout(output), out_buffer, {vpu});
       fused.stores[index].push_back({bytes_range, stored});

@@ -98,9 +98,31 @@ inline uint32_t optimizerOpsPerElement(const ir::Op& op) {
   return 0;
 }
 
-// What lowerVector charges per element of an op.
+// Unary and UnaryGrad of the kinds whose work differs from one transcendental's 4 (the
+// derivative's multiply by dy included; a select on the sign of x is a compare and a select):
+//   LeakyRelu  x >= 0 ? x : alpha x                 3 (multiply, compare, select); gradient 3
+//   Elu        x >= 0 ? x : alpha (e^x - 1)         8 (exp 4, subtract, multiply, compare, select);
+//                                                     gradient x > 0 ? dy : alpha e^x dy: 8
+//   Selu       gamma (Elu's select)                 9 (Elu's and the multiply by gamma); gradient 8
+//                                                     (gamma alpha is one scalar)
+inline uint32_t unaryOpsPerElement(const ir::Op& op) {
+  const bool grad = op.type == ir::OpType::kUnaryGrad;
+  switch (op.unary) {
+    case ir::UnaryKind::kLeakyRelu: return 3;
+    case ir::UnaryKind::kElu: return 8;
+    case ir::UnaryKind::kSelu: return grad ? 8 : 9;
+    default: return vectorOpsPerElement(op.type);
+  }
+}
+
+// What lowerVector and the fused groups charge per element of an op.
 inline uint32_t vectorOpsPerElement(const ir::Op& op) {
-  return op.type == ir::OpType::kOptimizerUpdate ? optimizerOpsPerElement(op) : vectorOpsPerElement(op.type);
+  switch (op.type) {
+    case ir::OpType::kOptimizerUpdate: return optimizerOpsPerElement(op);
+    case ir::OpType::kUnary:
+    case ir::OpType::kUnaryGrad: return unaryOpsPerElement(op);
+    default: return vectorOpsPerElement(op.type);
+  }
 }
 
 }  // namespace tpusim

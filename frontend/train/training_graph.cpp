@@ -174,7 +174,7 @@ class Backward {
         if (needs(a)) accumulate(a, m_graph.reluGrad(base, dy, a));
         break;
       case OpType::kUnary:
-        if (needs(a)) accumulate(a, m_graph.unaryGrad(op.unary, base, dy, a, op.outputs[0]));
+        if (needs(a)) accumulate(a, m_graph.unaryGrad(op.unary, base, dy, a, op.outputs[0], op.alpha, op.gamma));
         break;
       case OpType::kTranspose: {
         if (!needs(a)) break;
@@ -466,7 +466,7 @@ Graph buildInferenceGraph(const ImportedModel& model) {
       case OpType::kScale: out = graph.scale(op.name, in(0), op.scalar); break;
       case OpType::kReshape: out = graph.reshape(op.name, in(0), source.tensor(op.outputs[0]).shape); break;
       case OpType::kRelu: out = graph.relu(op.name, in(0)); break;
-      case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0)); break;
+      case OpType::kUnary: out = graph.unary(op.unary, op.name, in(0), op.alpha, op.gamma); break;
       case OpType::kTranspose: out = graph.transpose(op.name, in(0), op.perm); break;
       case OpType::kGather: out = graph.gather(op.name, in(0), in(1), op.axis); break;
       case OpType::kSlice:

@@ -145,8 +145,9 @@ void binaryInt(OpType type, const TensorValue& a, const TensorValue& b, TensorVa
 }
 
 template <typename T>
-T applyUnary(ir::UnaryKind kind, T x) {
-  switch (kind) {
+T applyUnary(const ir::Op& op, T x) {
+  const auto alpha = static_cast<T>(op.alpha);
+  switch (op.unary) {
     case ir::UnaryKind::kAbs: return std::abs(x);
     case ir::UnaryKind::kErf: return std::erf(x);
     case ir::UnaryKind::kExp: return std::exp(x);
@@ -157,15 +158,20 @@ T applyUnary(ir::UnaryKind kind, T x) {
     case ir::UnaryKind::kSqrt: return std::sqrt(x);
     case ir::UnaryKind::kTanh: return std::tanh(x);
     case ir::UnaryKind::kRound: return std::nearbyint(x);  // the default rounding mode: halves to even
+    case ir::UnaryKind::kLeakyRelu: return x >= T{0} ? x : alpha * x;
+    case ir::UnaryKind::kElu: return x >= T{0} ? x : alpha * std::expm1(x);
+    case ir::UnaryKind::kSelu: return static_cast<T>(op.gamma) * (x > T{0} ? x : alpha * std::expm1(x));
   }
   return x;
 }
 
 // f'(x), given x and y = f(x).
 template <typename T>
-T unaryDerivative(ir::UnaryKind kind, T x, T y) {
+T unaryDerivative(const ir::Op& op, T x, T y) {
   constexpr auto kTwoOverSqrtPi = static_cast<T>(1.1283791670955126);
-  switch (kind) {
+  const auto alpha = static_cast<T>(op.alpha);
+  const auto gamma = static_cast<T>(op.gamma);
+  switch (op.unary) {
     case ir::UnaryKind::kAbs: return x > 0 ? T{1} : (x < 0 ? T{-1} : T{0});
     case ir::UnaryKind::kErf: return kTwoOverSqrtPi * std::exp(-x * x);
     case ir::UnaryKind::kExp: return y;
@@ -176,6 +182,11 @@ T unaryDerivative(ir::UnaryKind kind, T x, T y) {
     case ir::UnaryKind::kSqrt: return T{0.5} / y;
     case ir::UnaryKind::kTanh: return T{1} - y * y;
     case ir::UnaryKind::kRound: return T{0};
+    // The kinks at 0 take the left side's slope, as PyTorch's; Elu's and Selu's from x, not
+    // from y + alpha, which loses the small slopes of very negative x to rounding.
+    case ir::UnaryKind::kLeakyRelu: return x > T{0} ? T{1} : alpha;
+    case ir::UnaryKind::kElu: return x > T{0} ? T{1} : alpha * std::exp(x);
+    case ir::UnaryKind::kSelu: return x > T{0} ? gamma : gamma * alpha * std::exp(x);
   }
   return T{0};
 }
@@ -388,7 +399,7 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
     }
     case OpType::kUnary: {
       const std::vector<double>& x = in(0).floats;
-      for (size_t i = 0; i < y.size(); ++i) y[i] = applyUnary(op.unary, static_cast<T>(x[i]));
+      for (size_t i = 0; i < y.size(); ++i) y[i] = applyUnary(op, static_cast<T>(x[i]));
       break;
     }
     case OpType::kUnaryGrad: {
@@ -396,7 +407,7 @@ void computeOp(const ir::Op& op, const std::vector<TensorValue>& values, TensorV
       const std::vector<double>& x = in(1).floats;
       const std::vector<double>& fx = in(2).floats;
       for (size_t i = 0; i < y.size(); ++i) {
-        y[i] = static_cast<T>(dy[i]) * unaryDerivative(op.unary, static_cast<T>(x[i]), static_cast<T>(fx[i]));
+        y[i] = static_cast<T>(dy[i]) * unaryDerivative(op, static_cast<T>(x[i]), static_cast<T>(fx[i]));
       }
       break;
     }

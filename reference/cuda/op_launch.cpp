@@ -130,6 +130,8 @@ class Planner {
     a.kind = kind;
     a.detail = detail;
     a.scalar = scalar;
+    a.alpha = m_op.alpha;  // read by Unary and UnaryGrad only
+    a.gamma = m_op.gamma;
     const ir::Shape& out = shape(output());
     setDims(out, a.rank, a.dims);
     a.count = ir::elementCount(out);

@@ -268,5 +268,105 @@ TEST(OnnxImport, CastAndExpandErrors) {
   EXPECT_NE(message.find("input 'shape' must be a constant integer tensor"), std::string::npos) << message;
 }
 
+// LeakyRelu, Elu and Selu are Unary ops that carry their attributes, ONNX's defaults when absent.
+TEST(OnnxImport, ActivationsCarryTheirAttributesOrOnnxDefaults) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3});
+  b.node("LeakyRelu", {"x"}, "leaky");
+  testing::setFloatAttribute(b.node("LeakyRelu", {"x"}, "leaky2"), "alpha", 0.2f);
+  b.node("Elu", {"x"}, "elu");
+  testing::setFloatAttribute(b.node("Elu", {"x"}, "elu2"), "alpha", 0.5f);
+  b.node("Selu", {"x"}, "selu");
+  auto& selu = b.node("Selu", {"x"}, "selu2");
+  testing::setFloatAttribute(selu, "alpha", 2.0f);
+  testing::setFloatAttribute(selu, "gamma", 3.0f);
+  for (const char* out : {"leaky", "leaky2", "elu", "elu2", "selu", "selu2"}) b.output(out);
+  const ImportedModel model = importOnnxModel(b.model(), {});
+  const auto& ops = model.graph.ops();
+  ASSERT_EQ(ops.size(), 6u);
+  const struct {
+    ir::UnaryKind kind;
+    double alpha, gamma;
+  } expected[] = {{ir::UnaryKind::kLeakyRelu, 0.01f, 1},
+                  {ir::UnaryKind::kLeakyRelu, 0.2f, 1},
+                  {ir::UnaryKind::kElu, 1, 1},
+                  {ir::UnaryKind::kElu, 0.5, 1},
+                  {ir::UnaryKind::kSelu, 1.67326319217681884765625, 1.05070102214813232421875},
+                  {ir::UnaryKind::kSelu, 2, 3}};
+  for (size_t i = 0; i < ops.size(); ++i) {
+    EXPECT_EQ(ops[i].type, ir::OpType::kUnary) << i;
+    EXPECT_EQ(ops[i].unary, expected[i].kind) << i;
+    EXPECT_EQ(ops[i].alpha, expected[i].alpha) << i;  // the float attribute, exactly
+    EXPECT_EQ(ops[i].gamma, expected[i].gamma) << i;
+  }
+  testing::setFloatAttribute(*b.model().mutable_graph()->mutable_node(0), "gamma", 2.0f);
+  EXPECT_NE(importError(b.model()).find("(LeakyRelu): attribute 'gamma' is not supported"), std::string::npos);
+}
+
+// PRelu is relu(x) - slope relu(-x), the slope broadcast one way only (to X's shape).
+TEST(OnnxImport, PReluDecomposesAndBroadcastsTheSlopeOneWay) {
+  testing::OnnxBuilder b;
+  b.input("x", {-1, 3, 4}).weight("slope", {3, 1});
+  b.node("PRelu", {"x", "slope"}, "y");
+  b.output("y");
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{2});
+  const ir::Graph& g = model.graph;
+  std::vector<ir::OpType> types;
+  for (const ir::Op& op : g.ops()) types.push_back(op.type);
+  EXPECT_EQ(types, (std::vector<ir::OpType>{ir::OpType::kRelu, ir::OpType::kScale, ir::OpType::kRelu, ir::OpType::kMul,
+                                            ir::OpType::kSub}));
+  EXPECT_EQ(g.ops()[1].scalar, -1.0);
+  EXPECT_EQ(g.tensor(g.outputs()[0]).shape, (ir::Shape{2, 3, 4}));
+  EXPECT_EQ(g.tensor(g.ops()[3].inputs[0]).role, ir::TensorRole::kWeight);  // the slope trains
+
+  testing::OnnxBuilder wide;  // a slope wider than X would widen the output
+  wide.input("x", {3, 1}).weight("slope", {3, 4});
+  wide.node("PRelu", {"x", "slope"}, "y");
+  wide.output("y");
+  const std::string message = importError(wide.model());
+  EXPECT_NE(message.find("(PRelu): slope of shape [3,4] does not broadcast to X's shape [3,1]"), std::string::npos)
+      << message;
+}
+
+// A comparison of values computed at run time is a Compare (bool); of constants, still folded.
+TEST(OnnxImport, RuntimeComparisonsBecomeCompareOps) {
+  testing::OnnxBuilder b;
+  b.input("x", {2, 3});
+  auto& zero = b.node("Constant", {}, "zero");
+  auto* value = zero.add_attribute();
+  value->set_name("value_float");
+  value->set_type(onnx::AttributeProto::FLOAT);
+  value->set_f(0.0f);
+  b.node("GreaterOrEqual", {"x", "zero"}, "step_mask");
+  testing::setIntAttribute(b.node("Cast", {"step_mask"}, "step"), "to", onnx::TensorProto::FLOAT);
+  b.node("Not", {"step_mask"}, "negative");
+  b.node("Equal", {"x", "x"}, "same");
+  b.node("Less", {"zero", "zero"}, "folded");
+  for (const char* out : {"step", "negative", "same", "folded"}) b.output(out);
+  const ImportedModel model = importOnnxModel(b.model(), {});
+  const ir::Graph& g = model.graph;
+  ASSERT_EQ(g.ops().size(), 4u);
+  const ir::Op& ge = g.ops()[0];
+  EXPECT_EQ(ge.type, ir::OpType::kCompare);
+  EXPECT_EQ(ge.compare, ir::CompareDirection::kGe);
+  EXPECT_EQ(g.tensor(ge.outputs[0]).dtype, DType::kBool);
+  EXPECT_EQ(g.tensor(ge.outputs[0]).shape, (ir::Shape{2, 3}));
+  EXPECT_EQ(g.ops()[1].type, ir::OpType::kCast);
+  EXPECT_EQ(g.tensor(g.ops()[1].outputs[0]).dtype, DType::kF32);
+  // Not is x == false.
+  EXPECT_EQ(g.ops()[2].type, ir::OpType::kCompare);
+  EXPECT_EQ(g.ops()[2].compare, ir::CompareDirection::kEq);
+  EXPECT_EQ(model.initializers.at(g.tensor(g.ops()[2].inputs[1]).name).ints, (std::vector<int64_t>{0}));
+  EXPECT_EQ(g.ops()[3].compare, ir::CompareDirection::kEq);
+  EXPECT_EQ(model.initializers.at("folded").ints, (std::vector<int64_t>{0}));
+
+  testing::OnnxBuilder mixed;  // operands of two dtypes are the model's error
+  mixed.input("x", {2}).input("n", {2}, onnx::TensorProto::INT64);
+  mixed.node("Less", {"x", "n"}, "y");
+  mixed.output("y");
+  const std::string message = importError(mixed.model());
+  EXPECT_NE(message.find("Compare operands have different dtypes (f32 and int64)"), std::string::npos) << message;
+}
+
 }  // namespace
 }  // namespace tpusim

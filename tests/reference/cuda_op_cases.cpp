@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "api/functional.hpp"
 #include "api/session.hpp"
@@ -59,6 +60,14 @@ OpCase unaryOps() {
     const std::string name = ir::unaryKindName(kind);
     const int y = g.unary(kind, name, x);
     g.markOutput(g.unaryGrad(kind, name + ".grad", dy, x, y));
+  }
+  // The kinds with attributes, at values other than their defaults.
+  for (const auto& [kind, alpha, gamma] :
+       {std::tuple{ir::UnaryKind::kLeakyRelu, 0.2, 1.0}, std::tuple{ir::UnaryKind::kElu, 0.5, 1.0},
+        std::tuple{ir::UnaryKind::kSelu, 1.5, 1.25}}) {
+    const std::string name = ir::unaryKindName(kind);
+    const int y = g.unary(kind, name, x, alpha, gamma);
+    g.markOutput(g.unaryGrad(kind, name + ".grad", dy, x, y, alpha, gamma));
   }
   g.markOutput(g.reluGrad("relu.grad", dy, g.relu("relu", x)));
   return {"unary ops and their gradients", g, randomFeeds(g, 2, -3, 3)};  // log and sqrt of negatives: NaN on both

@@ -8,6 +8,20 @@
 
 namespace tpusim::testing {
 
+inline void setFloatAttribute(onnx::NodeProto& node, const std::string& name, float value) {
+  auto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::FLOAT);
+  attr->set_f(value);
+}
+
+inline void setIntAttribute(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  auto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(value);
+}
+
 class OnnxBuilder {
  public:
   explicit OnnxBuilder(int64_t opset = 17) {

@@ -24,13 +24,28 @@ enum class Pointwise : int32_t {
 };
 
 // ir::UnaryKind and ir::CompareDirection, in their order.
-enum class Unary : int32_t { kAbs, kErf, kExp, kLog, kNeg, kReciprocal, kSigmoid, kSqrt, kTanh, kRound };
+enum class Unary : int32_t {
+  kAbs,
+  kErf,
+  kExp,
+  kLog,
+  kNeg,
+  kReciprocal,
+  kSigmoid,
+  kSqrt,
+  kTanh,
+  kRound,
+  kLeakyRelu,
+  kElu,
+  kSelu
+};
 enum class Compare : int32_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
 struct PointwiseArgs {
   Pointwise kind = Pointwise::kCopy;
   int32_t detail = 0;  // Unary or Compare
   double scalar = 0;
+  double alpha = 0, gamma = 1;  // Unary, UnaryGrad: ir::Op's, for LeakyRelu, Elu and Selu
   int rank = 0;
   int64_t dims[kMaxRank] = {};  // the output's shape
   int64_t count = 0;
@@ -41,7 +56,8 @@ struct PointwiseArgs {
   uint64_t* fault = nullptr;  // an integer Div's: the first division by zero's position (reportFault)
 };
 
-TPUSIM_HD inline float applyUnary(Unary kind, float x) {
+// The CPU executor's float arithmetic, operation for operation (its bits on the host device).
+TPUSIM_HD inline float applyUnary(Unary kind, float x, float alpha, float gamma) {
   switch (kind) {
     case Unary::kAbs: return fabsf(x);
     case Unary::kErf: return erff(x);
@@ -53,12 +69,15 @@ TPUSIM_HD inline float applyUnary(Unary kind, float x) {
     case Unary::kSqrt: return sqrtf(x);
     case Unary::kTanh: return tanhf(x);
     case Unary::kRound: return rintf(x);  // the default rounding mode: halves to even
+    case Unary::kLeakyRelu: return x >= 0.0f ? x : alpha * x;
+    case Unary::kElu: return x >= 0.0f ? x : alpha * expm1f(x);
+    case Unary::kSelu: return gamma * (x > 0.0f ? x : alpha * expm1f(x));
   }
   return x;
 }
 
 // f'(x), given x and y = f(x).
-TPUSIM_HD inline float unaryDerivative(Unary kind, float x, float y) {
+TPUSIM_HD inline float unaryDerivative(Unary kind, float x, float y, float alpha, float gamma) {
   switch (kind) {
     case Unary::kAbs: return x > 0 ? 1.0f : (x < 0 ? -1.0f : 0.0f);
     case Unary::kErf: return 1.1283791670955126f * expf(-x * x);
@@ -70,6 +89,9 @@ TPUSIM_HD inline float unaryDerivative(Unary kind, float x, float y) {
     case Unary::kSqrt: return 0.5f / y;
     case Unary::kTanh: return 1.0f - y * y;
     case Unary::kRound: return 0.0f;
+    case Unary::kLeakyRelu: return x > 0.0f ? 1.0f : alpha;
+    case Unary::kElu: return x > 0.0f ? 1.0f : alpha * expf(x);
+    case Unary::kSelu: return x > 0.0f ? gamma : gamma * alpha * expf(x);
   }
   return 0.0f;
 }
@@ -128,9 +150,15 @@ struct PointwiseKernel {
         return;
       }
       case Pointwise::kReluGrad: storeFloat(a.out, i, f(1) > 0.0f ? f(0) : 0.0f); return;
-      case Pointwise::kUnary: storeFloat(a.out, i, applyUnary(static_cast<Unary>(a.detail), f(0))); return;
+      case Pointwise::kUnary:
+        storeFloat(
+            a.out, i,
+            applyUnary(static_cast<Unary>(a.detail), f(0), static_cast<float>(a.alpha), static_cast<float>(a.gamma)));
+        return;
       case Pointwise::kUnaryGrad:
-        storeFloat(a.out, i, f(0) * unaryDerivative(static_cast<Unary>(a.detail), f(1), f(2)));
+        storeFloat(a.out, i,
+                   f(0) * unaryDerivative(static_cast<Unary>(a.detail), f(1), f(2), static_cast<float>(a.alpha),
+                                          static_cast<float>(a.gamma)));
         return;
       case Pointwise::kCompare: {
         const auto direction = static_cast<Compare>(a.detail);
