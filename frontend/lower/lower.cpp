@@ -369,6 +369,10 @@ uint64_t Lowerer::vmemBytes() const {
   return static_cast<uint64_t>(m_hw.vmem().capacity_mib() * 1024.0 * 1024.0);
 }
 
+uint64_t Lowerer::streamTileBytes() const {
+  return static_cast<uint64_t>(m_hw.vmem().stream_tile_kib() * 1024.0);
+}
+
 uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   if (m_scratch == kNone) {
     program::Buffer* buffer = m_chip.add_buffers();

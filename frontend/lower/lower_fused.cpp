@@ -147,7 +147,7 @@ void Lowerer::lowerFusedVector(const std::vector<const ir::Op*>& ops) {
     fused.shape = out.shape;
     fused.stores.resize(ops.size());
     tile_rows =
-        rowsPerTile(shares[core].size(), row_size, footprint.resident, vmemBytes(), "fused op '" + leader.name + "'");
+        rowsPerTile(shares[core].size(), row_size, footprint.resident, vmemBytes(), "fused op '" + leader.name + "'", streamTileBytes());
     const std::vector<Span> core_tiles = tilesOf(shares[core], tile_rows);
     for (size_t t = 0; t < core_tiles.size(); ++t) {
       const Span span = core_tiles[t];

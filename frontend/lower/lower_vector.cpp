@@ -240,7 +240,7 @@ void Lowerer::lowerVector(const ir::Op& op) {
   uint64_t tiles = 0, tile_rows = 0;
   for (uint32_t core = 0; core < shares.size(); ++core) {
     const Span share = shares[core];
-    tile_rows = rowsPerTile(share.size(), row_size, resident, vmem, "op '" + op.name + "'");
+    tile_rows = rowsPerTile(share.size(), row_size, resident, vmem, "op '" + op.name + "'", streamTileBytes());
     std::vector<uint32_t> resident_loads;
     std::vector<uint32_t> resident_buffers(op.inputs.size(), UINT32_MAX);
     for (size_t i = 0; i < op.inputs.size(); ++i) {

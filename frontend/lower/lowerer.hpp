@@ -136,6 +136,7 @@ class Lowerer {
   void finish(const ir::Op& op, std::vector<Access> stores);
   void recordLowering(const ir::Op& op, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
   uint64_t vmemBytes() const;
+  uint64_t streamTileBytes() const;  // vmem.stream_tile_kib
   // Scratch HBM for per-core partial results; one region shared by all ops.
   uint32_t scratchBuffer(uint64_t bytes);
 

@@ -8,17 +8,7 @@ namespace tpusim {
 
 using ir::OpType;
 
-bool isFusibleElementwise(OpType type) {
-  // Casts, comparisons and maximum/minimum stay ops of their own: the set the
-  // pass was built and validated with (widening it changes every Program).
-  switch (type) {
-    case OpType::kCast:
-    case OpType::kCompare:
-    case OpType::kMaximum:
-    case OpType::kMinimum: return false;
-    default: return ir::isElementwise(type);
-  }
-}
+bool isFusibleElementwise(OpType type) { return ir::isElementwise(type); }
 
 bool isMxuOp(OpType type) {
   return type == OpType::kMatMul || type == OpType::kConv || type == OpType::kConvGradInput ||
@@ -38,6 +28,13 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
   };
   std::vector<int> group(count, -1);   // leader of each op's group
   std::vector<size_t> size(count, 0);  // per leader: ops in the group
+  // Per leader: where its group runs, the position of its latest member (every member's
+  // inputs exist by then, and nothing outside the group reads its outputs before).
+  std::vector<size_t> anchor(count);
+  for (size_t i = 0; i < count; ++i) anchor[i] = i;
+  const auto inGroup = [&](size_t j, size_t leader) {
+    return j == leader || group[j] == static_cast<int>(leader);
+  };
   std::vector<int> updated_at;         // per tensor storage: op indices that write it in place
   std::vector<std::vector<size_t>> in_place(graph.tensors().size());
   for (size_t i = 0; i < count; ++i) {
@@ -53,54 +50,89 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
     }
     return false;
   };
+  // Whether op i may join the group led by `leader` (which may still be alone).
+  const auto mayJoin = [&](size_t leader, size_t i) {
+    const ir::Op& op = ops[i];
+    const ir::Op& lead = ops[leader];
+    if (!isMxuOp(lead.type) && !isFusibleElementwise(lead.type)) return false;
+    // A recomputation moved next to a forward leader would run in the forward pass.
+    if (isRecomputation(op.name) && !isRecomputation(lead.name)) return false;
+    if (graph.tensor(lead.outputs[0]).alias_of >= 0) return false;
+    if (graph.tensor(lead.outputs[0]).shape != graph.tensor(op.outputs[0]).shape) return false;
+    if (std::max<size_t>(size[leader], 1) >= kMaxFusedOps) return false;
+    // The group moves to i's position, so what its members read must not be updated in
+    // place before then (op i itself reads there already).
+    for (size_t j = leader; j < i; ++j) {
+      if (!inGroup(j, leader)) continue;
+      for (int input : ops[j].inputs) {
+        if (updatedBetween(input, j, i)) return false;
+      }
+    }
+    // The group moves to i's position: no op in between outside it may read its outputs.
+    for (size_t j = anchor[leader] + 1; j < i; ++j) {
+      if (inGroup(j, leader)) continue;
+      for (int input : ops[j].inputs) {
+        const int made = producer[static_cast<size_t>(input)];
+        if (made >= 0 && inGroup(static_cast<size_t>(made), leader)) return false;
+      }
+    }
+    return true;
+  };
+  const auto join = [&](size_t leader, size_t i) {
+    if (size[leader] == 0) {
+      group[leader] = static_cast<int>(leader);
+      size[leader] = 1;
+    }
+    group[i] = static_cast<int>(leader);
+    ++size[leader];
+    anchor[leader] = i;
+  };
+  // Per tensor: the group leader of the latest elementwise op that read it.
+  std::vector<int> last_reader(graph.tensors().size(), -1);
   for (size_t i = 0; i < count; ++i) {
     const ir::Op& op = ops[i];
     if (!isFusibleElementwise(op.type)) continue;
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
     if (out.alias_of >= 0) continue;
+    // Behind the producer of an input (as its epilogue or the next op of its chain).
     for (int input : op.inputs) {
       const int from = producer[static_cast<size_t>(input)];
-      if (from < 0) continue;
+      if (from < 0 || graph.tensor(input).shape != out.shape) continue;
       const ir::Op& source = ops[static_cast<size_t>(from)];
+      if (group[static_cast<size_t>(from)] < 0 && !isMxuOp(source.type) && !isFusibleElementwise(source.type)) continue;
       const size_t leader = group[static_cast<size_t>(from)] >= 0
                                 ? static_cast<size_t>(group[static_cast<size_t>(from)])
                                 : static_cast<size_t>(from);
-      const ir::Op& lead = ops[leader];
-      if (!isMxuOp(lead.type) && !isFusibleElementwise(lead.type)) continue;
-      // A recomputation moved next to a forward leader would run in the forward pass.
-      if (isRecomputation(op.name) && !isRecomputation(lead.name)) continue;
-      if (graph.tensor(lead.outputs[0]).alias_of >= 0) continue;
-      if (graph.tensor(lead.outputs[0]).shape != out.shape || graph.tensor(input).shape != out.shape) continue;
-      if (group[static_cast<size_t>(from)] < 0 && !isMxuOp(source.type) && !isFusibleElementwise(source.type)) continue;
-      if (std::max<size_t>(size[leader], 1) >= kMaxFusedOps) continue;
-      bool fits = true;
-      for (int other : op.inputs) {
-        const int made = producer[static_cast<size_t>(other)];
-        const bool inside = made >= 0 && (static_cast<size_t>(made) == leader ||
-                                          group[static_cast<size_t>(made)] == static_cast<int>(leader));
-        if (!inside && made >= 0 && static_cast<size_t>(made) > leader) fits = false;
-        if (!inside && updatedBetween(other, leader, i)) fits = false;
+      if (mayJoin(leader, i)) {
+        join(leader, i);
+        break;
       }
-      if (!fits) continue;
-      if (size[leader] == 0) {
-        group[leader] = static_cast<int>(leader);
-        size[leader] = 1;
-      }
-      group[i] = static_cast<int>(leader);
-      ++size[leader];
-      break;
     }
+    // Else beside an op that reads the same tensor (a sibling: both read it in one pass).
+    for (size_t k = 0; group[i] < 0 && k < op.inputs.size(); ++k) {
+      const int input = op.inputs[k];
+      const int leader = last_reader[static_cast<size_t>(input)];
+      if (leader >= 0 && graph.tensor(input).shape == out.shape && mayJoin(static_cast<size_t>(leader), i)) {
+        join(static_cast<size_t>(leader), i);
+      }
+    }
+    const int leader = group[i] >= 0 ? group[i] : static_cast<int>(i);
+    for (int input : op.inputs) last_reader[static_cast<size_t>(input)] = leader;
   }
-  // Each group's ops follow its leader.
+  // Each group's ops run together at its anchor, the leader first.
   std::vector<size_t> order;
   std::vector<std::vector<size_t>> members(count);
+  std::vector<int> anchored(count, -1);  // per position: the leader of the group that runs there
   for (size_t i = 0; i < count; ++i) {
     if (group[i] >= 0 && static_cast<size_t>(group[i]) != i) members[static_cast<size_t>(group[i])].push_back(i);
+    if (group[i] == static_cast<int>(i)) anchored[anchor[i]] = static_cast<int>(i);
   }
   for (size_t i = 0; i < count; ++i) {
-    if (group[i] >= 0 && static_cast<size_t>(group[i]) != i) continue;
-    order.push_back(i);
-    order.insert(order.end(), members[i].begin(), members[i].end());
+    if (group[i] < 0) order.push_back(i);
+    if (anchored[i] < 0) continue;
+    const auto leader = static_cast<size_t>(anchored[i]);
+    order.push_back(leader);
+    order.insert(order.end(), members[leader].begin(), members[leader].end());
   }
   ir::Graph result = graph.reordered(order);
   std::vector<size_t> position(count);

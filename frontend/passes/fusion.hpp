@@ -2,9 +2,11 @@
 // op that feeds them, a matmul or convolution (as its epilogue) or another
 // elementwise op, instead of each making its own round trip through HBM.
 //
-// An elementwise op joins the group of the op producing one of its inputs when its
-// output has the group's shape, its other inputs exist before the group starts (or
-// come from the group), and nothing in between updates them in place; a recomputation
+// An elementwise op (casts and comparisons among them, as XLA's loop fusion takes them)
+// joins the group of the op producing one of its inputs, or else the group of an earlier
+// elementwise op that reads one of the same inputs (siblings: both read it in one pass),
+// when its output has the group's shape, its other inputs exist before the group starts
+// (or come from the group), and nothing in between updates them in place; a recomputation
 // (rematerialization's "<op>.remat") joins only a recomputation's group. The pass moves
 // each group's ops next to each other (a valid order: see above) and marks them with
 // Op::fusion_group. A fused tensor that only its group reads never goes to HBM.
@@ -17,7 +19,7 @@
 namespace tpusim {
 
 // The most ops in one group (the VPU program of a tile stays short).
-inline constexpr size_t kMaxFusedOps = 8;
+inline constexpr size_t kMaxFusedOps = 16;
 
 bool isFusibleElementwise(ir::OpType type);
 bool isMxuOp(ir::OpType type);

@@ -12,7 +12,10 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_pre
       m_clock(context.clock),
       m_kernel_sync_cycles(context.stats->counter(stat_prefix + ".kernel_sync_cycles", "cycles",
                                                   "cycles the sequencer waited at kernel boundaries for the core's "
-                                                  "earlier kernels to retire")) {
+                                                  "earlier kernels to retire and for each kernel's launch")),
+      m_kernel_launches(context.stats->counter(stat_prefix + ".kernel_launches", "kernel",
+                                               "kernels the core started (each paid core.kernel_launch_cycles)")),
+      m_launch_cycles(static_cast<uint64_t>(hw.core().kernel_launch_cycles())) {
   const ArrayConfig array = arrayConfigOf(hw);
   const MxuTimingMode mode = timingModeOf(hw);
   for (int64_t i = 0; i < hw.mxu().per_core(); ++i) {
@@ -46,9 +49,12 @@ void TensorCore::sequence() {
   uint32_t kernel = 0;
   for (const program::Instruction* instruction : m_instructions) {
     if (instruction->unit() != program::ICI && instruction->kernel() != kernel) {
-      // A kernel starts once the core's earlier kernels have retired (Instruction.kernel).
+      // A kernel starts once the core's earlier kernels have retired (Instruction.kernel),
+      // and its launch has taken core.kernel_launch_cycles.
       const uint64_t waited_from = m_clock->now();
       while (m_scoreboard->retiredOnCore(instruction->core()) < issued) wait(m_scoreboard->retiredEvent());
+      if (m_launch_cycles > 0) wait(m_clock->cycles(m_launch_cycles));
+      m_kernel_launches.add(1);
       m_kernel_sync_cycles.add(m_clock->now() - waited_from);
       kernel = instruction->kernel();
     }

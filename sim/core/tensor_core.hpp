@@ -43,6 +43,8 @@ class TensorCore : public sc_core::sc_module {
   Scoreboard* m_scoreboard;
   const ClockDomain* m_clock;
   Counter& m_kernel_sync_cycles;
+  Counter& m_kernel_launches;
+  uint64_t m_launch_cycles;  // core.kernel_launch_cycles
   std::vector<std::unique_ptr<Mxu>> m_mxus;
   std::unique_ptr<VectorUnit> m_vpu;
   std::vector<std::unique_ptr<DmaEngine>> m_dma;
