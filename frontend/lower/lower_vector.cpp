@@ -119,6 +119,16 @@ void Lowerer::lowerVector(const ir::Op& op) {
       if (along) plan.movement[i] = Movement::kRows;
     }
   };
+  // A window along the minor dimension (the lanes) moves each element across lanes twice
+  // (a rotate to meet its neighbour, a compaction of the results); where the output's minor
+  // dimension is not whole lanes, XLA first copies the input to another layout (one more).
+  uint64_t lane_moves = 0;
+  const auto crossesLanes = [&](const ir::PoolGeometry& pool) -> uint64_t {
+    if (pool.kernel.empty() || (pool.kernel.back() <= 1 && pool.strides.back() <= 1)) return 0;
+    const auto lanes = static_cast<int64_t>(m_hw.vpu().lanes());
+    const int64_t minor = out.shape.empty() ? 1 : out.shape.back();
+    return minor % lanes == 0 ? 2 : 3;
+  };
   const auto strided = [&]() {  // rows are elements; every input moves its share from anywhere
     plan.rows = plan.elements;
     plan.movement.assign(op.inputs.size(), Movement::kStrided);
@@ -142,10 +152,12 @@ void Lowerer::lowerVector(const ir::Op& op) {
     case OpType::kPoolArgmax:  // each output element reads its window
       leading(2, true);
       plan.elements *= static_cast<uint64_t>(ir::elementCount(op.pool.kernel));
+      lane_moves = crossesLanes(op.pool);
       break;
     case OpType::kPoolGrad:  // each dy element is spread over its window
       leading(2, true);
       plan.elements = static_cast<uint64_t>(ir::elementCount(first.shape) * ir::elementCount(op.pool.kernel));
+      lane_moves = crossesLanes(op.pool);
       break;
     case OpType::kSoftmaxCrossEntropyGrad:
     case OpType::kNllLossGrad: leading(1, false); break;
@@ -221,7 +233,8 @@ void Lowerer::lowerVector(const ir::Op& op) {
     converted += plan.bytes[i] / dtypeBytes(input.dtype) * convertOps(input.dtype);
   }
   const auto converts = static_cast<uint32_t>(plan.elements ? (converted + plan.elements - 1) / plan.elements : 0);
-  const uint32_t work_per_element = ops_per_element + converts;
+  const uint32_t work_per_element =
+      ops_per_element + converts + static_cast<uint32_t>(lane_moves * static_cast<uint64_t>(m_hw.vpu().cross_lane_ops()));
   // Bytes per row of what streams, and what stays.
   uint64_t resident = 0;
   double row_bytes = plan.rows ? static_cast<double>(out.bytes()) / static_cast<double>(plan.rows) : 0;
