@@ -119,6 +119,18 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     program::Buffer* b = m_chip.mutable_buffers(static_cast<int>(buffer));
     b->set_bytes(std::max(b->bytes(), bytes));
   };
+  // The MXU multiplies bf16 (and int8, and f32 as bf16 passes) but not f16: an f16 tile is
+  // converted to bf16 on the vector unit in VMEM once it lands, before the MXU reads it
+  // (vpu.f16_to_bf16_ops); an output of a type the vector unit has no ALU for is converted
+  // from the f32 sums before it is stored (vpu.*_convert_ops).
+  const uint32_t in_convert =
+      job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
+  const uint32_t out_convert = convertOps(job.output_dtype);
+  const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part) {
+    if (in_convert == 0) return load;
+    return vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE, bytes / dtypeBytes(job.input_dtype),
+                             in_convert, job.input_dtype, {buffer}, buffer, bytes, {load});
+  };
 
   // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
   const auto extentOf = [&](const GemmOperand& operand, int dim) {  // dim 0: rows, 1: cols of the operand
@@ -225,8 +237,14 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     grow(out_slot, bytes);
     std::vector<uint32_t> done;
     if (store_out) {
+      std::vector<uint32_t> ready = computes;
+      if (out_convert > 0) {
+        ready = {vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE,
+                                   bytes / dtypeBytes(job.output_dtype), out_convert, job.output_dtype, {out_slot},
+                                   out_slot, bytes, computes)};
+      }
       const ByteRange range = rangeOf(job.out, items, rows, cols);
-      const uint32_t id = storeOutput(op, core, part, range, layoutOf(job.out, items, rows, cols), out_slot, computes);
+      const uint32_t id = storeOutput(op, core, part, range, layoutOf(job.out, items, rows, cols), out_slot, ready);
       stores.push_back({range, id});
       done.push_back(id);
     }
@@ -289,8 +307,9 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       if (operand.batched) continue;
       const uint64_t bytes = bytesOf(operand, 1, extentOf(operand, 0), extentOf(operand, 1));
       shared[side] = addVmem(op, core, side == 0 ? "lhs" : "rhs", job.input_dtype, bytes);
-      shared_loads.push_back(loadTensor(op, core, side == 0 ? "lhs" : "rhs", operand.tensor, whole(operand.tensor),
-                                        bytes, shared[side], {}));
+      shared_loads.push_back(converted(loadTensor(op, core, side == 0 ? "lhs" : "rhs", operand.tensor,
+                                                  whole(operand.tensor), bytes, shared[side], {}),
+                                       shared[side], bytes, side == 0 ? "lhs" : "rhs"));
     }
     uint32_t slots[3][2];
     for (int s = 0; s < 2; ++s) {
@@ -313,10 +332,12 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
         program::Buffer* buffer = m_chip.mutable_buffers(static_cast<int>(slots[side][slot]));
         buffer->set_bytes(std::max(buffer->bytes(), bytes));
         reads[side] = slots[side][slot];
-        loads.push_back(loadTensor(op, core, std::string(side == 0 ? "lhs" : "rhs") + numbered(".g", t), operand.tensor,
-                                   rangeOf(operand, items, {0, rows}, {0, cols}),
-                                   layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot],
-                                   last(computes, 2)));
+        const std::string part = std::string(side == 0 ? "lhs" : "rhs") + numbered(".g", t);
+        loads.push_back(converted(loadTensor(op, core, part, operand.tensor,
+                                             rangeOf(operand, items, {0, rows}, {0, cols}),
+                                             layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot],
+                                             last(computes, 2)),
+                                  slots[side][slot], bytes, part));
       }
       std::vector<uint32_t> deps = loads;
       const std::vector<uint32_t> drained = last(drains, 2);
@@ -356,8 +377,9 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     const uint64_t bytes = bytesOf(operand, items.size(), rows.size(), cols.size());
     const uint32_t buffer = slots[side][step % 2];
     grow(buffer, bytes);
-    return loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
-                      layoutOf(operand, items, rows, cols), buffer, std::move(deps));
+    return converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
+                                layoutOf(operand, items, rows, cols), buffer, std::move(deps)),
+                     buffer, bytes, part);
   };
   const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
                              const std::vector<uint32_t>& deps) {
@@ -417,9 +439,10 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                                            ? loadPart(0, "lhs." + part, items, out_rows, all_k, last(computes, 2))
                                            : loadPart(1, "rhs." + part, items, all_k, out_cols, last(computes, 2));
         if (resident == UINT32_MAX) {  // the block follows the first streamed tile (lhs before rhs, as written)
-          resident = loadTensor(op, core, (side == 1 ? "rhs." : "lhs.") + block_part, operand.tensor,
-                                rangeOf(operand, items, rows, cols), layoutOf(operand, items, rows, cols),
-                                resident_buffer, block_readers);
+          const std::string part = (side == 1 ? "rhs." : "lhs.") + block_part;
+          resident = converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
+                                          layoutOf(operand, items, rows, cols), resident_buffer, block_readers),
+                               resident_buffer, bytes, part);
           block_readers.clear();
         }
         const uint32_t out_slot = slots[2][drains.size() % 2];

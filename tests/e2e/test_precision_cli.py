@@ -133,10 +133,12 @@ def test_an_overflowing_gradient_skips_the_step_and_halves_the_scale(tpusim_bin,
 
 def test_mixed_float16_costs_a_gradient_check_beside_mixed_bfloat16(tpusim_bin, tmp_path):
     args = ("--batch", "16", "--no-instructions")
-    bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", *args, "--precision", "mixed_bfloat16")
-    f16 = run(tpusim_bin, tmp_path / "f16", "resnet50.onnx", *args, "--precision", "mixed_float16")
-    # The same bytes per activation; the check reads every gradient once more and the unscaling
-    # fuses into the select, so the step is a little longer, never shorter.
+    # On a chip with f16 arithmetic (tpuv4's f16 conversions set to none): the same bytes per
+    # activation; the check reads every gradient once more and the unscaling fuses into the
+    # select, so the step is a little longer, never shorter.
+    native = ("--set", "vpu.f16_convert_ops=0", "--set", "vpu.f16_to_bf16_ops=0")
+    bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", *args, *native, "--precision", "mixed_bfloat16")
+    f16 = run(tpusim_bin, tmp_path / "f16", "resnet50.onnx", *args, *native, "--precision", "mixed_float16")
     # Persistent state gains the f32 loss scale, 4 bytes.
     assert f16["memory"]["bytes_by_role"]["weight"] == bf16["memory"]["bytes_by_role"]["weight"] + 4
     assert abs(f16["memory"]["peak_bytes"] - bf16["memory"]["peak_bytes"]) < 0.1 * bf16["memory"]["peak_bytes"]
@@ -144,3 +146,19 @@ def test_mixed_float16_costs_a_gradient_check_beside_mixed_bfloat16(tpusim_bin, 
     ops = {op["op"]: op for op in f16["per_op"]}
     assert "loss_scale.finite" in ops and "conv1.weight.grad_unscaled" in ops or any(
         name.endswith(".grad_unscaled") for name in ops)
+
+
+def test_mixed_float16_on_tpuv4_pays_for_f16_conversions(tpusim_bin, tmp_path):
+    # TPU v4's vector unit has no f16 ALU and its MXU no f16 path: every f16 tensor loaded or
+    # stored is converted (vpu.f16_convert_ops) and every f16 GEMM tile repacked to bf16
+    # (vpu.f16_to_bf16_ops), so mixed_float16 is slower there than mixed_bfloat16, and slower
+    # than itself on a chip with f16 arithmetic.
+    args = ("--batch", "16", "--no-instructions", "--precision", "mixed_float16")
+    v4 = run(tpusim_bin, tmp_path / "v4", "resnet50.onnx", *args)
+    native = run(tpusim_bin, tmp_path / "native", "resnet50.onnx", *args, "--set", "vpu.f16_convert_ops=0",
+                 "--set", "vpu.f16_to_bf16_ops=0")
+    bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", "--batch", "16", "--no-instructions", "--precision",
+               "mixed_bfloat16")
+    assert v4["total_cycles"] > native["total_cycles"]
+    assert v4["total_cycles"] > bf16["total_cycles"]
+    assert v4["units"]["chip0.core0.vpu"]["element_ops"] > native["units"]["chip0.core0.vpu"]["element_ops"]

@@ -67,8 +67,10 @@ def test_one_bucket_is_one_collective(tpusim_bin, mlp_path, tmp_path):
     bucket = report_of(tpusim_bin, tmp_path, "bucket", mlp_path, "--topology", "4x4x4", "--all-reduce-bucket-mib", "25")
     assert bucket["interconnect"]["collective_count"] == 1
     assert bucket["interconnect"]["collective_bytes"] == each["interconnect"]["collective_bytes"]
-    # One collective after the whole backward pass overlaps nothing: the MLP's step is longer.
-    assert bucket["interconnect"]["exposed_communication_cycles"] == bucket["interconnect"]["communication_cycles"]
+    # One collective after the whole backward pass overlaps almost nothing (only the last
+    # kernel's drain): the MLP's step is longer.
+    communication = bucket["interconnect"]["communication_cycles"]
+    assert 0.99 * communication < bucket["interconnect"]["exposed_communication_cycles"] <= communication
     assert bucket["total_cycles"] > each["total_cycles"]
 
 

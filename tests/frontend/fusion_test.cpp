@@ -62,19 +62,46 @@ TEST(Fusion, FusedLoweringMovesEachTensorOnce) {
   EXPECT_EQ(unfused.stored, 3 * y);
 }
 
-TEST(Fusion, AnOperandMadeAfterTheLeaderKeepsTheOpOut) {
+TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
   const int w = g.addWeight("w", {64, 64}, DType::kF32);
   const int mm = g.matmul("mm", x, w, false, false);
   const int other = g.unary(ir::UnaryKind::kExp, "other", x);  // not elementwise-after-mm: a new leader
   const int later = g.matmul("later", other, w, false, false);
-  g.markOutput(g.add("sum", mm, later));  // mm's group can't take it: `later` comes after mm
+  g.markOutput(g.add("sum", mm, later));  // `later` comes after mm: mm's group runs where sum was
+  const ir::Graph fused = fuseElementwise(g);
+  std::vector<std::string> order;
+  for (const ir::Op& op : fused.ops()) {
+    order.push_back(op.name);
+    if (op.name == "sum") EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "mm");
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"other", "later", "mm", "sum"}));
+}
+
+TEST(Fusion, AGroupReadBeforeTheConsumerCannotMoveSoItJoinsTheOtherProducer) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {64, 64}, DType::kF32);
+  const int mm = g.matmul("mm", x, w, false, false);
+  const int reader = g.matmul("reader", mm, w, false, false);  // reads mm's output before `sum`
+  g.markOutput(g.add("sum", mm, reader));
   const ir::Graph fused = fuseElementwise(g);
   for (const ir::Op& op : fused.ops()) {
-    if (op.name == "sum") {
-      EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "later");
-    }
+    if (op.name == "sum") EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "reader");
+  }
+}
+
+TEST(Fusion, SiblingsReadingOneTensorShareAKernelAndCastsFuse) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 64}, DType::kF16, ir::TensorRole::kInput);
+  const int wide = g.cast("wide", x, DType::kF32);          // leads: x has no producer
+  const int neg = g.scale("neg", x, -1.0);                  // a sibling of `wide`, reading x
+  g.markOutput(g.add("sum", wide, g.cast("neg32", neg, DType::kF32)));
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) {
+    ASSERT_GE(op.fusion_group, 0) << op.name;
+    EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "wide") << op.name;
   }
 }
 

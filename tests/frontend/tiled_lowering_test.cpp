@@ -49,11 +49,37 @@ TEST(TiledLowering, MatMulTilesSumToTheProductAndEachFitsVmem) {
   EXPECT_NE(chip.ops(0).tiling().find("rhs_resident"), std::string::npos);
 }
 
+// The loads of a 256 MiB relu with tiles of at most `stream_tile_kib` (0: VMEM's half).
+std::vector<const program::Instruction*> reluLoads(const char* stream_tile_kib, program::Program& program) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64 * 1024 * 1024}, DType::kF32, ir::TensorRole::kInput);  // 256 MiB
+  g.markOutput(g.relu("relu", x));
+  HardwareParams hw = oneCore();
+  hw.set("vmem.stream_tile_kib", stream_tile_kib);
+  program = lowerOne(g, hw);
+  std::vector<const program::Instruction*> loads;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.has_dma() && ins.dma().dst() == program::VMEM) loads.push_back(&ins);
+  }
+  return loads;
+}
+
+TEST(TiledLowering, StreamTilesCapEachTilesBytes) {
+  program::Program program;
+  // 512 KiB tiles of 256 KiB in and 256 KiB out: 256 MiB / 256 KiB = 1024 tiles.
+  EXPECT_EQ(reluLoads("512", program).size(), 1024u);
+  for (const program::Instruction* load : reluLoads("512", program)) EXPECT_EQ(load->dma().bytes(), 256u * 1024);
+  // 100 KiB: 50 KiB in = 12800 elements, rounded down to whole rows (one element each).
+  EXPECT_EQ(reluLoads("100", program).front()->dma().bytes(), 12800u * 4);
+}
+
 TEST(TiledLowering, StreamedTilesAreDoubleBuffered) {
   ir::Graph g;
   const int x = g.addInput("x", {64 * 1024 * 1024}, DType::kF32, ir::TensorRole::kInput);  // 256 MiB
   g.markOutput(g.relu("relu", x));
-  const program::Program program = lowerOne(g, oneCore());
+  HardwareParams hw = oneCore();
+  hw.set("vmem.stream_tile_kib", "0");  // as large as VMEM allows
+  const program::Program program = lowerOne(g, hw);
   const program::ChipProgram& chip = program.chips(0);
   std::vector<const program::Instruction*> loads, vpus, stores;
   for (const auto& ins : chip.instructions()) {
