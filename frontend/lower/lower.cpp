@@ -145,6 +145,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_plan(plan),
       m_layers(assignLayers(graph)),
       m_on_chip(onChipOnly(graph)),
+      m_cast_source(operandCastSources(graph)),
       m_last_load(static_cast<size_t>(hw.chip().tensor_cores()), kNone) {}
 
 void Lowerer::run() {
@@ -390,6 +391,11 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
 }
 
 void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused) {
+  // A cast fused into the MXU ops that read it: they load its input and convert each tile.
+  if (op.type == OpType::kCast && m_cast_source[static_cast<size_t>(op.outputs[0])] >= 0) {
+    m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
+    return recordLowering(op, "fused into the MXU ops that read it", 0, 0);
+  }
   if (!fused.empty() && isFusibleElementwise(op.type)) {
     std::vector<const ir::Op*> group = {&op};
     group.insert(group.end(), fused.begin(), fused.end());

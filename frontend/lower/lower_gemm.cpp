@@ -123,13 +123,15 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   // converted to bf16 on the vector unit in VMEM once it lands, before the MXU reads it
   // (vpu.f16_to_bf16_ops); an output of a type the vector unit has no ALU for is converted
   // from the f32 sums before it is stored (vpu.*_convert_ops).
-  const uint32_t in_convert =
-      job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
+  // A tile of a cast's input (the cast fused into this op) is converted to the op's type first.
+  const uint32_t to_mxu = job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
   const uint32_t out_convert = convertOps(job.output_dtype);
-  const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part) {
-    if (in_convert == 0) return load;
-    return vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE, bytes / dtypeBytes(job.input_dtype),
-                             in_convert, job.input_dtype, {buffer}, buffer, bytes, {load});
+  const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part, int tensor) {
+    const DType stored = m_graph.tensor(tensor).dtype;
+    const uint32_t ops = to_mxu + (stored != job.input_dtype ? convertOps(job.input_dtype) : 0);
+    if (ops == 0) return load;
+    return vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE, bytes / dtypeBytes(stored), ops,
+                             job.input_dtype, {buffer}, buffer, bytes, {load});
   };
 
   // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
@@ -309,7 +311,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       shared[side] = addVmem(op, core, side == 0 ? "lhs" : "rhs", job.input_dtype, bytes);
       shared_loads.push_back(converted(loadTensor(op, core, side == 0 ? "lhs" : "rhs", operand.tensor,
                                                   whole(operand.tensor), bytes, shared[side], {}),
-                                       shared[side], bytes, side == 0 ? "lhs" : "rhs"));
+                                       shared[side], bytes, side == 0 ? "lhs" : "rhs", operand.tensor));
     }
     uint32_t slots[3][2];
     for (int s = 0; s < 2; ++s) {
@@ -337,7 +339,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                                              rangeOf(operand, items, {0, rows}, {0, cols}),
                                              layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot],
                                              last(computes, 2)),
-                                  slots[side][slot], bytes, part));
+                                  slots[side][slot], bytes, part, operand.tensor));
       }
       std::vector<uint32_t> deps = loads;
       const std::vector<uint32_t> drained = last(drains, 2);
@@ -379,7 +381,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     grow(buffer, bytes);
     return converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
                                 layoutOf(operand, items, rows, cols), buffer, std::move(deps)),
-                     buffer, bytes, part);
+                     buffer, bytes, part, operand.tensor);
   };
   const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
                              const std::vector<uint32_t>& deps) {
@@ -442,7 +444,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
           const std::string part = (side == 1 ? "rhs." : "lhs.") + block_part;
           resident = converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
                                           layoutOf(operand, items, rows, cols), resident_buffer, block_readers),
-                               resident_buffer, bytes, part);
+                               resident_buffer, bytes, part, operand.tensor);
           block_readers.clear();
         }
         const uint32_t out_slot = slots[2][drains.size() % 2];
@@ -508,8 +510,10 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
   job.output_dtype = out.dtype;
   job.transpose_lhs = op.transpose_a;
   job.transpose_rhs = op.transpose_b;
-  job.lhs = {op.inputs[0], a.bytes(), true, Axis::kWhole, 1, 1};
-  job.rhs = {op.inputs[1], b.bytes(), true, Axis::kWhole, 1, 1};
+  const int a_source = gemmSource(op.inputs[0]), b_source = gemmSource(op.inputs[1]);
+  const uint64_t a_bytes = m_graph.tensor(a_source).bytes(), b_bytes = m_graph.tensor(b_source).bytes();
+  job.lhs = {a_source, a_bytes, true, Axis::kWhole, 1, 1};
+  job.rhs = {b_source, b_bytes, true, Axis::kWhole, 1, 1};
   job.out = {op.outputs[0], out.bytes(), true, Axis::kWhole, 1, 1};
   // Row-major matrices: [.., m, k] (or [.., k, m] transposed), [.., k, n] (or [.., n, k]), [.., m, n].
   const auto asMatrix = [](GemmOperand& operand, bool transposed) {
@@ -523,7 +527,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
   if (batchOf(b.shape) == 1 && (!op.transpose_a || batch == 1)) {
     job.m_total = batch * m;
     job.rhs.batched = false;
-    if (!op.transpose_a) job.lhs = {op.inputs[0], a.bytes(), true, Axis::kM, job.m_total, 1};
+    if (!op.transpose_a) job.lhs = {a_source, a_bytes, true, Axis::kM, job.m_total, 1};
     job.rhs.axis = op.transpose_b ? Axis::kN : Axis::kK;
     job.rhs.extent = op.transpose_b ? n : k;
     job.out = {op.outputs[0], out.bytes(), true, Axis::kM, job.m_total, 1};
@@ -541,8 +545,8 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     job.m = {0, m};
     job.items_total = batch;
     const bool a_batched = batchOf(a.shape) > 1, b_batched = batchOf(b.shape) > 1;
-    job.lhs = {op.inputs[0], a.bytes(), a_batched, a_batched ? Axis::kItems : Axis::kWhole, batch, 1};
-    job.rhs = {op.inputs[1], b.bytes(), b_batched, b_batched ? Axis::kItems : Axis::kWhole, batch, 1};
+    job.lhs = {a_source, a_bytes, a_batched, a_batched ? Axis::kItems : Axis::kWhole, batch, 1};
+    job.rhs = {b_source, b_bytes, b_batched, b_batched ? Axis::kItems : Axis::kWhole, batch, 1};
     job.out = {op.outputs[0], out.bytes(), true, Axis::kItems, batch, 1};
     // A batch broadcast only in part ([2, 1, m, k] against [1, 3, k, n]) is not one matrix per item.
     if (!a_batched || batchOf(a.shape) == batch) asMatrix(job.lhs, op.transpose_a);
@@ -595,8 +599,9 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   // With groups, channels of one group are strided in memory: dependencies take whole tensors.
   const bool grouped = g > 1;
   const auto along = [&](int tensor, Axis axis, uint64_t extent, uint64_t granule) {
-    return grouped ? GemmOperand{tensor, m_graph.tensor(tensor).bytes(), true, Axis::kWhole, 1, 1}
-                   : GemmOperand{tensor, m_graph.tensor(tensor).bytes(), true, axis, extent, granule};
+    const int source = gemmSource(tensor);
+    return grouped ? GemmOperand{source, m_graph.tensor(source).bytes(), true, Axis::kWhole, 1, 1}
+                   : GemmOperand{source, m_graph.tensor(source).bytes(), true, axis, extent, granule};
   };
   switch (op.type) {
     case OpType::kConv:

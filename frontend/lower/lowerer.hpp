@@ -216,6 +216,12 @@ class Lowerer {
   const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op
   std::vector<bool> m_on_chip;              // per tensor: fused away, never in HBM
+  std::vector<int> m_cast_source;           // per tensor: what an operand cast fused into its MXU readers reads, or -1
+  // The tensor a GEMM operand's tiles load: the cast's input where the cast is fused into it.
+  int gemmSource(int tensor) const {
+    const int source = m_cast_source[static_cast<size_t>(tensor)];
+    return source >= 0 ? source : tensor;
+  }
   std::vector<uint32_t> m_hbm_buffer;       // per tensor
   std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)
   std::vector<uint32_t> m_last_load;        // per core: the latest load emitted, or UINT32_MAX

@@ -15,8 +15,28 @@ bool isMxuOp(OpType type) {
          type == OpType::kConvGradWeight;
 }
 
+std::vector<int> operandCastSources(const ir::Graph& graph) {
+  std::vector<int> source(graph.tensors().size(), -1);
+  std::vector<bool> mxu_only(graph.tensors().size(), true);
+  for (const ir::Op& op : graph.ops()) {
+    for (int input : op.inputs) {
+      if (!isMxuOp(op.type)) mxu_only[static_cast<size_t>(input)] = false;
+    }
+  }
+  for (int output : graph.outputs()) mxu_only[static_cast<size_t>(output)] = false;
+  for (const ir::Op& op : graph.ops()) {
+    if (op.type != OpType::kCast || op.fusion_group >= 0) continue;
+    const ir::Tensor& out = graph.tensor(op.outputs[0]);
+    const ir::Tensor& in = graph.tensor(op.inputs[0]);
+    const bool floats = isFloatingDType(out.dtype) && isFloatingDType(in.dtype) && out.dtype != DType::kF64;
+    if (floats && out.alias_of < 0 && mxu_only[static_cast<size_t>(out.id)]) source[static_cast<size_t>(out.id)] = in.id;
+  }
+  return source;
+}
+
 ir::Graph fuseElementwise(const ir::Graph& graph) {
   const std::vector<ir::Op>& ops = graph.ops();
+  const std::vector<int> operand_casts = operandCastSources(graph);
   const size_t count = ops.size();
   std::vector<int> producer(graph.tensors().size(), -1);
   for (size_t i = 0; i < count; ++i) {
@@ -93,7 +113,7 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
     const ir::Op& op = ops[i];
     if (!isFusibleElementwise(op.type)) continue;
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
-    if (out.alias_of >= 0) continue;
+    if (out.alias_of >= 0 || operand_casts[static_cast<size_t>(out.id)] >= 0) continue;
     // Behind the producer of an input (as its epilogue or the next op of its chain).
     for (int input : op.inputs) {
       const int from = producer[static_cast<size_t>(input)];

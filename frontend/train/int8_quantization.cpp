@@ -36,21 +36,41 @@ struct ChannelLayout {
   bool operator==(const ChannelLayout& other) const = default;
 };
 
-// The layout of op's weight operand (inputs[1]) if the op quantizes, else none.
-std::optional<ChannelLayout> quantizedLayout(const Graph& graph, const Op& op) {
+// A 2-D Transpose whose input is a weight the model holds (how PyTorch exports write a
+// Linear as Transpose(weight) then MatMul): that weight, else -1.
+int transposedWeight(const Graph& graph, int tensor) {
+  const Op* producer = graph.producer(tensor);
+  if (producer == nullptr || producer->type != OpType::kTranspose) return -1;
+  const ir::Tensor& w = graph.tensor(producer->inputs[0]);
+  const bool swap = producer->perm.empty() || producer->perm == std::vector<int64_t>{1, 0};
+  if (w.shape.size() != 2 || !swap || w.role != TensorRole::kWeight || graph.producer(w.id) != nullptr) return -1;
+  return w.id;
+}
+
+// The weight op quantizes (its inputs[1], or the weight a transpose of it views), and
+// whether the product reads it transposed.
+struct WeightOperand {
+  int weight = -1;
+  bool transposed = false;
+  ChannelLayout layout;
+};
+
+std::optional<WeightOperand> quantizedOperand(const Graph& graph, const Op& op) {
   if (op.inputs.size() < 2) return std::nullopt;
   const ir::Tensor& x = graph.tensor(op.inputs[0]);
-  const ir::Tensor& w = graph.tensor(op.inputs[1]);
+  const int viewed = op.type == OpType::kMatMul ? transposedWeight(graph, op.inputs[1]) : -1;
+  const ir::Tensor& w = graph.tensor(viewed >= 0 ? viewed : op.inputs[1]);
   if (x.dtype != DType::kF32 || w.dtype != DType::kF32 || w.role != TensorRole::kWeight) return std::nullopt;
   if (graph.producer(w.id) != nullptr) return std::nullopt;
   if (op.type == OpType::kMatMul && w.shape.size() == 2) {
     // [K, N]: channel = i % N; transposed [N, K]: channel = i / K.
-    const int64_t n = op.transpose_b ? w.shape[0] : w.shape[1];
-    return ChannelLayout{n, op.transpose_b ? w.shape[1] : 1, {n}};
+    const bool transposed = op.transpose_b != (viewed >= 0);
+    const int64_t n = transposed ? w.shape[0] : w.shape[1];
+    return WeightOperand{w.id, transposed, ChannelLayout{n, transposed ? w.shape[1] : 1, {n}}};
   }
   if (op.type == OpType::kConv) {
     // [M, C/g, KH, KW]; the scale [M, 1, 1] broadcasts over [N, M, OH, OW].
-    return ChannelLayout{w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], {w.shape[0], 1, 1}};
+    return WeightOperand{w.id, false, ChannelLayout{w.shape[0], w.shape[1] * w.shape[2] * w.shape[3], {w.shape[0], 1, 1}}};
   }
   return std::nullopt;
 }
@@ -84,15 +104,35 @@ QuantizedWeight quantizeWeight(const ir::TensorValue& weight, int64_t channels, 
 void applyInt8Quantization(ImportedModel& model) {
   const Graph& source = model.graph;
   std::map<int, ChannelLayout> quantized_weights;  // source weight -> its channels
-  std::vector<bool> quantized(source.ops().size(), false);
+  std::vector<std::optional<WeightOperand>> quantized(source.ops().size());
+  for (size_t i = 0; i < source.ops().size(); ++i) {
+    const std::optional<WeightOperand> operand = quantizedOperand(source, source.ops()[i]);
+    if (!operand) continue;
+    const auto known = quantized_weights.find(operand->weight);
+    if (known == quantized_weights.end() || known->second == operand->layout) {
+      quantized[i] = operand;
+      quantized_weights[operand->weight] = operand->layout;
+    }
+  }
+  // A transpose of a weight that only quantized products read is not needed any more.
+  std::vector<bool> dropped(source.ops().size(), false);
+  std::map<int, std::vector<size_t>> readers;
+  for (size_t i = 0; i < source.ops().size(); ++i) {
+    for (int input : source.ops()[i].inputs) readers[input].push_back(i);
+  }
+  for (size_t i = 0; i < source.ops().size(); ++i) {
+    const Op& op = source.ops()[i];
+    if (op.type != OpType::kTranspose || transposedWeight(source, op.outputs[0]) < 0) continue;
+    const std::vector<size_t>& by = readers[op.outputs[0]];
+    const bool only_quantized = std::all_of(by.begin(), by.end(), [&](size_t r) { return quantized[r].has_value(); });
+    const bool is_output = std::count(source.outputs().begin(), source.outputs().end(), op.outputs[0]) > 0;
+    dropped[i] = only_quantized && !is_output;
+  }
   std::set<int> read_in_float;  // source tensors some op reads as floats
   for (size_t i = 0; i < source.ops().size(); ++i) {
     const Op& op = source.ops()[i];
-    const std::optional<ChannelLayout> layout = quantizedLayout(source, op);
-    const auto known = layout ? quantized_weights.find(op.inputs[1]) : quantized_weights.end();
-    if (layout && (known == quantized_weights.end() || known->second == *layout)) {
-      quantized[i] = true;
-      quantized_weights[op.inputs[1]] = *layout;
+    if (dropped[i]) continue;
+    if (quantized[i]) {
       read_in_float.insert(op.inputs[0]);
     } else {
       read_in_float.insert(op.inputs.begin(), op.inputs.end());
@@ -141,9 +181,10 @@ void applyInt8Quantization(ImportedModel& model) {
   }
   for (size_t i = 0; i < source.ops().size(); ++i) {
     const Op& op = source.ops()[i];
+    if (dropped[i]) continue;
     const ir::Tensor& out = source.tensor(op.outputs[0]);
     std::vector<int> inputs;
-    for (int input : op.inputs) inputs.push_back(map.count(input) ? map.at(input) : -1);
+    for (int input : op.inputs) inputs.push_back(map.count(input) ? map.at(input) : -1);  // -1: a dropped view
     int id = -1;
     if (quantized[i]) {
       // Dynamic per-tensor quantization of the f32 activation:
@@ -157,9 +198,9 @@ void applyInt8Quantization(ImportedModel& model) {
       const int rounded =
           graph.unary(ir::UnaryKind::kRound, q + ".round", graph.binary(OpType::kMul, q + ".mul", x, s));
       const int qx = graph.cast(q, rounded, DType::kInt8);
-      const auto [qw, w_scale] = int8_of.at(op.inputs[1]);
+      const auto [qw, w_scale] = int8_of.at(quantized[i]->weight);
       const int acc = op.type == OpType::kMatMul
-                          ? graph.matmul(op.name, qx, qw, op.transpose_a, op.transpose_b, TensorRole::kActivation)
+                          ? graph.matmul(op.name, qx, qw, op.transpose_a, quantized[i]->transposed, TensorRole::kActivation)
                           : graph.conv(op.name, qx, qw, op.conv);
       // Dequantize: y = f32(acc) x (w_scale x range / 127).
       const std::string d = op.name + "/dequantize";

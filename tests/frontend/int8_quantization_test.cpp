@@ -120,6 +120,46 @@ TEST(Int8Quantization, MlpOutputsAreNearFloat32ButNotEqual) {
   EXPECT_GT(error, 1e-4);  // a real quantization
 }
 
+// A PyTorch export's Linear: MatMul(x, Transpose(w)) with w [N, K].
+ImportedModel exportedLinear(bool with_transpose) {
+  testing::OnnxBuilder b;
+  b.input("x", {32, 16}).weight("w", {8, 16});
+  if (with_transpose) {
+    b.node("Transpose", {"w"}, "wt");
+    b.node("MatMul", {"x", "wt"}, "y");
+  } else {
+    auto& gemm = b.node("Gemm", {"x", "w"}, "y");  // the same product, the weight read transposed
+    auto* attr = gemm.add_attribute();
+    attr->set_name("transB");
+    attr->set_type(onnx::AttributeProto::INT);
+    attr->set_i(1);
+  }
+  b.output("y");
+  ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{32});
+  randomizeWeights(model);
+  return model;
+}
+
+TEST(Int8Quantization, AWeightReadThroughATransposeIsQuantizedLikeTransB) {
+  ImportedModel viewed = exportedLinear(true), direct = exportedLinear(false);
+  applyPrecisionPolicy(viewed, PrecisionPolicy::kInt8);
+  applyPrecisionPolicy(direct, PrecisionPolicy::kInt8);
+  int int8_matmuls = 0;
+  for (const ir::Op& op : viewed.graph.ops()) {
+    EXPECT_NE(op.type, ir::OpType::kTranspose) << "the transpose only the quantized product read is dropped";
+    if (op.type != ir::OpType::kMatMul) continue;
+    ++int8_matmuls;
+    EXPECT_TRUE(op.transpose_b);
+    EXPECT_EQ(viewed.graph.tensor(op.inputs[1]).name, "w/int8");
+  }
+  EXPECT_EQ(int8_matmuls, 1);
+  EXPECT_EQ(find(viewed.graph, "w"), nullptr);  // no f32 copy of the weight is kept
+  EXPECT_EQ(find(viewed.graph, "w/scale")->shape, (ir::Shape{8}));  // per output channel (N = 8)
+  EXPECT_EQ(viewed.initializers.at("w/int8").ints, direct.initializers.at("w/int8").ints);
+  const TensorValue x = randomF32({32, 16}, 7);
+  EXPECT_EQ(outputOf(viewed, "x", x), outputOf(direct, "x", x));
+}
+
 TEST(Int8Quantization, ConvOutputsAreNearFloat32ButNotEqual) {
   // x [2, 3, 8, 8] -> Conv w [4, 3, 3, 3] (pad 1) -> Relu -> y
   ImportedModel f32;
