@@ -74,7 +74,9 @@ TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   std::vector<std::string> order;
   for (const ir::Op& op : fused.ops()) {
     order.push_back(op.name);
-    if (op.name == "sum") EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "mm");
+    if (op.name == "sum") {
+      EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "mm");
+    }
   }
   EXPECT_EQ(order, (std::vector<std::string>{"other", "later", "mm", "sum"}));
 }
@@ -88,7 +90,9 @@ TEST(Fusion, AGroupReadBeforeTheConsumerCannotMoveSoItJoinsTheOtherProducer) {
   g.markOutput(g.add("sum", mm, reader));
   const ir::Graph fused = fuseElementwise(g);
   for (const ir::Op& op : fused.ops()) {
-    if (op.name == "sum") EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "reader");
+    if (op.name == "sum") {
+      EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "reader");
+    }
   }
 }
 
