@@ -146,9 +146,13 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_layers(assignLayers(graph)),
       m_on_chip(onChipOnly(graph)),
       m_cast_source(operandCastSources(graph)),
+      m_op_writing(graph.tensors().size(), 0),
       m_last_load(static_cast<size_t>(hw.chip().tensor_cores()), kNone) {}
 
 void Lowerer::run() {
+  for (size_t i = 0; i < m_graph.ops().size(); ++i) {
+    for (int output : m_graph.ops()[i].outputs) m_op_writing[static_cast<size_t>(output)] = i;
+  }
   createHbmBuffers();
   const std::vector<ir::Op>& ops = m_graph.ops();
   for (size_t index = 0; index < ops.size(); ++index) {
@@ -356,7 +360,8 @@ void Lowerer::recordLowering(const ir::Op& op, const std::string& tiling, uint64
   record->set_tiling(tiling);
   record->set_tiles(tiles);
   record->set_vmem_bytes(vmem_bytes);
-  record->set_layer(m_layers[static_cast<size_t>(&op - m_graph.ops().data())]);
+  // By the op's output: `op` may be a copy (Lowerer::sourced).
+  record->set_layer(m_layers[m_op_writing[static_cast<size_t>(op.outputs[0])]]);
   if (!op.mxu_padded.empty()) {
     const std::array<int64_t, 3> gemm = gemmShapeOf(m_graph, op);
     const double padded = static_cast<double>(op.mxu_padded[0]) * static_cast<double>(op.mxu_padded[1]) *
@@ -396,18 +401,28 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
     return recordLowering(op, "fused into the MXU ops that read it", 0, 0);
   }
+  // Ops read what fused casts read (Lowerer::sourced); the copies live while the op lowers.
+  std::vector<ir::Op> copies;
+  copies.reserve(fused.size() + 1);
+  copies.push_back(sourced(op));
+  std::vector<const ir::Op*> members;
+  for (const ir::Op* member : fused) {
+    copies.push_back(sourced(*member));
+    members.push_back(&copies.back());
+  }
+  const ir::Op& reading = copies.front();
   if (!fused.empty() && isFusibleElementwise(op.type)) {
-    std::vector<const ir::Op*> group = {&op};
-    group.insert(group.end(), fused.begin(), fused.end());
+    std::vector<const ir::Op*> group = {&reading};
+    group.insert(group.end(), members.begin(), members.end());
     return lowerFusedVector(group);
   }
   switch (op.placement == ir::Unit::kUnplaced ? placementOf(op.type) : op.placement) {
     case ir::Unit::kView: return;  // a reshape: the output shares the input's HBM buffer
-    case ir::Unit::kMxu: return op.type == OpType::kMatMul ? lowerMatMul(op, fused) : lowerConv(op, fused);
+    case ir::Unit::kMxu: return op.type == OpType::kMatMul ? lowerMatMul(op, members) : lowerConv(op, members);
     case ir::Unit::kDma: return lowerGather(op);
     case ir::Unit::kIci: return lowerCollective(op);
     case ir::Unit::kVpu:
-    case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(op);
+    case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(reading);
   }
 }
 

@@ -216,11 +216,18 @@ class Lowerer {
   const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op
   std::vector<bool> m_on_chip;              // per tensor: fused away, never in HBM
-  std::vector<int> m_cast_source;           // per tensor: what an operand cast fused into its MXU readers reads, or -1
-  // The tensor a GEMM operand's tiles load: the cast's input where the cast is fused into it.
+  std::vector<int> m_cast_source;           // per tensor: what a cast fused into its readers reads, or -1
+  std::vector<size_t> m_op_writing;         // per tensor: the index of the op that writes it
+  // The tensor an operand's tiles load: the cast's input where the cast is fused into its reader.
   int gemmSource(int tensor) const {
     const int source = m_cast_source[static_cast<size_t>(tensor)];
     return source >= 0 ? source : tensor;
+  }
+  // `op` reading what its loads read (gemmSource of each input): same shapes, the stored dtypes.
+  ir::Op sourced(const ir::Op& op) const {
+    ir::Op copy = op;
+    for (int& input : copy.inputs) input = gemmSource(input);
+    return copy;
   }
   std::vector<uint32_t> m_hbm_buffer;       // per tensor
   std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)

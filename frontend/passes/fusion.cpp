@@ -17,19 +17,24 @@ bool isMxuOp(OpType type) {
 
 std::vector<int> operandCastSources(const ir::Graph& graph) {
   std::vector<int> source(graph.tensors().size(), -1);
-  std::vector<bool> mxu_only(graph.tensors().size(), true);
+  // Readers that load their operands tile by tile and can convert them as they land.
+  std::vector<bool> converted_by_readers(graph.tensors().size(), true);
   for (const ir::Op& op : graph.ops()) {
+    const bool converts = isMxuOp(op.type) || op.type == OpType::kReduce || op.type == OpType::kReduceSumTo ||
+                          (isFusibleElementwise(op.type) && graph.tensor(op.outputs[0]).alias_of < 0);
     for (int input : op.inputs) {
-      if (!isMxuOp(op.type)) mxu_only[static_cast<size_t>(input)] = false;
+      if (!converts) converted_by_readers[static_cast<size_t>(input)] = false;
     }
   }
-  for (int output : graph.outputs()) mxu_only[static_cast<size_t>(output)] = false;
+  for (int output : graph.outputs()) converted_by_readers[static_cast<size_t>(output)] = false;
   for (const ir::Op& op : graph.ops()) {
     if (op.type != OpType::kCast || op.fusion_group >= 0) continue;
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
     const ir::Tensor& in = graph.tensor(op.inputs[0]);
     const bool floats = isFloatingDType(out.dtype) && isFloatingDType(in.dtype) && out.dtype != DType::kF64;
-    if (floats && out.alias_of < 0 && mxu_only[static_cast<size_t>(out.id)]) source[static_cast<size_t>(out.id)] = in.id;
+    if (floats && out.alias_of < 0 && converted_by_readers[static_cast<size_t>(out.id)]) {
+      source[static_cast<size_t>(out.id)] = in.id;
+    }
   }
   return source;
 }
@@ -117,7 +122,7 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
     // Behind the producer of an input (as its epilogue or the next op of its chain).
     for (int input : op.inputs) {
       const int from = producer[static_cast<size_t>(input)];
-      if (from < 0 || graph.tensor(input).shape != out.shape) continue;
+      if (from < 0 || graph.tensor(input).shape != out.shape || operand_casts[static_cast<size_t>(input)] >= 0) continue;
       const ir::Op& source = ops[static_cast<size_t>(from)];
       if (group[static_cast<size_t>(from)] < 0 && !isMxuOp(source.type) && !isFusibleElementwise(source.type)) continue;
       const size_t leader = group[static_cast<size_t>(from)] >= 0

@@ -27,9 +27,9 @@ bool isMxuOp(ir::OpType type);
 ir::Graph fuseElementwise(const ir::Graph& graph);
 
 // Per tensor: the input of the float cast that makes it, where every reader of the cast's
-// output is an MXU op (as an operand): XLA fuses such a convert into the dot or convolution,
-// which reads the cast's input and converts each tile as it lands; else -1. The fusion pass
-// leaves these casts out of elementwise groups.
+// output loads it tile by tile (MXU ops, reductions, elementwise ops): XLA fuses such a
+// convert into each consumer, which reads the cast's input and converts each tile as it
+// lands; else -1. The fusion pass leaves these casts out of elementwise groups.
 std::vector<int> operandCastSources(const ir::Graph& graph);
 
 // Per tensor: written and read only inside one fusion group (so it stays in VMEM).

@@ -62,6 +62,19 @@ TEST(Fusion, FusedLoweringMovesEachTensorOnce) {
   EXPECT_EQ(unfused.stored, 3 * y);
 }
 
+TEST(Fusion, AFusedCastIsNeverWrittenItsReadersLoadItsInput) {
+  // x f16 [1024, 1024] -> Cast f32 -> Relu: the relu loads x's 2 MiB (not 4 MiB of f32) and
+  // converts it; the cast has no instruction of its own.
+  ir::Graph g;
+  const int x = g.addInput("x", {1024, 1024}, DType::kF16, ir::TensorRole::kInput);
+  g.markOutput(g.relu("relu", g.cast("wide", x, DType::kF32)));
+  const program::Program program = compileGraph(g, oneCore(), LowerOptions{"t", "inference", 1}).program;
+  const DmaBytes moved = dmaBytes(program);
+  EXPECT_EQ(moved.loaded, 1024ull * 1024 * 2);
+  EXPECT_EQ(moved.stored, 1024ull * 1024 * 4);
+  for (const auto& ins : program.chips(0).instructions()) EXPECT_NE(ins.op(), "wide");
+}
+
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
@@ -96,16 +109,38 @@ TEST(Fusion, AGroupReadBeforeTheConsumerCannotMoveSoItJoinsTheOtherProducer) {
   }
 }
 
-TEST(Fusion, SiblingsReadingOneTensorShareAKernelAndCastsFuse) {
+TEST(Fusion, SiblingsReadingOneTensorShareAKernel) {
   ir::Graph g;
-  const int x = g.addInput("x", {64, 64}, DType::kF16, ir::TensorRole::kInput);
-  const int wide = g.cast("wide", x, DType::kF32);          // leads: x has no producer
-  const int neg = g.scale("neg", x, -1.0);                  // a sibling of `wide`, reading x
-  g.markOutput(g.add("sum", wide, g.cast("neg32", neg, DType::kF32)));
+  const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int positive = g.relu("positive", x);      // leads: x has no producer
+  const int negated = g.scale("negated", x, -1.0);  // a sibling of `positive`, reading x
+  g.markOutput(g.add("sum", positive, negated));
   const ir::Graph fused = fuseElementwise(g);
   for (const ir::Op& op : fused.ops()) {
     ASSERT_GE(op.fusion_group, 0) << op.name;
-    EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "wide") << op.name;
+    EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "positive") << op.name;
+  }
+}
+
+TEST(Fusion, ACastFusesIntoTheOpsThatReadIt) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 64}, DType::kF16, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {64, 64}, DType::kF32);
+  const int wide = g.cast("wide", x, DType::kF32);  // read by a reduction, an elementwise op and a matmul
+  const int total = g.reduce("total", wide, ir::Reduction::kSum, {1}, true);
+  const int centered = g.binary(ir::OpType::kSub, "centered", wide, total);
+  g.markOutput(g.matmul("product", g.cast("c16", centered, DType::kF16), g.cast("w16", w, DType::kF16), false, false));
+  g.markOutput(g.relu("kept", g.cast("output", x, DType::kF32)));
+  const int shown = g.cast("shown", x, DType::kF32);  // a graph output: written to HBM
+  g.markOutput(shown);
+  const std::vector<int> sources = operandCastSources(g);
+  EXPECT_EQ(sources[static_cast<size_t>(wide)], x);
+  EXPECT_EQ(sources[static_cast<size_t>(shown)], -1);
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) {
+    if (op.name == "wide" || op.name == "w16") {
+      EXPECT_EQ(op.fusion_group, -1) << op.name;
+    }
   }
 }
 
