@@ -32,6 +32,32 @@ TEST(Sequencer, IndependentUnitsOverlap) {
   EXPECT_EQ(result.total_cycles, 510u);
 }
 
+// Kernels (Instruction.kernel) run one after another on a core: the second starts only once
+// every instruction of the first has retired, then waits core.kernel_launch_cycles.
+TEST(Sequencer, AKernelStartsWhenTheCoresEarlierKernelsRetiredAndAfterItsLaunch) {
+  testing::ProgramBuilder b;
+  b.matmul(128, 128, 128, {});  // kernel 1, mxu0: 50 .. 560 (after the launch)
+  b.vector(1024 * 100, 1, {});  // kernel 2: independent, but waits for kernel 1: 560 + 50 .. 712
+  b.vector(1024 * 100, 1, {});  // kernel 2 as well: right behind it on the VPU, 712 .. 814
+  program::Program program = b.program();
+  auto& instructions = *program.mutable_chips(0)->mutable_instructions();
+  instructions[0].set_kernel(1);
+  instructions[1].set_kernel(2);
+  instructions[2].set_kernel(2);
+  HardwareParams hw = testHardware();
+  hw.set("core.kernel_launch_cycles", "50");
+  const SimResult result = simulate(program, hw);
+  EXPECT_EQ(eventOf(result, 0).start_cycle, 50u);
+  EXPECT_EQ(eventOf(result, 1).start_cycle, 610u);
+  EXPECT_EQ(eventOf(result, 2).start_cycle, 712u);
+  EXPECT_EQ(result.total_cycles, 814u);
+  EXPECT_DOUBLE_EQ(result.stats->value("chip0.core0.kernel_launches"), 2);
+  // Without kernel numbers (0) nothing waits: the vector work overlaps the matmul.
+  const SimResult free = simulate(b.program(), hw);
+  EXPECT_EQ(eventOf(free, 1).start_cycle, 0u);
+  EXPECT_EQ(free.total_cycles, 510u);
+}
+
 TEST(Sequencer, DependentInstructionsSerialize) {
   testing::ProgramBuilder b;
   b.matmul(128, 128, 128, {});   // 0 .. 510
