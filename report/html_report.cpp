@@ -9,6 +9,7 @@
 #include "report/compare.hpp"
 #include "report/html_script.hpp"
 #include "report/roofline.hpp"
+#include "report/text_format.hpp"
 #include "report/utilization_windows.hpp"
 #include "sim/common/error.hpp"
 
@@ -148,20 +149,6 @@ std::string scriptSafe(const std::string& json) {
       out += "\\u003c";
     } else {
       out += ch;
-    }
-  }
-  return out;
-}
-
-std::string escapeHtml(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
     }
   }
   return out;

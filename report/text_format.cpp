@@ -12,4 +12,18 @@ std::string withCommas(uint64_t value) {
   return text;
 }
 
+std::string escapeHtml(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += ch;
+    }
+  }
+  return out;
+}
+
 }  // namespace tpusim

@@ -1,4 +1,4 @@
-// Number formatting shared by the printed tables and progress lines.
+// Text formatting shared by the printed tables, progress lines and HTML pages.
 #pragma once
 
 #include <cstdint>
@@ -8,5 +8,8 @@ namespace tpusim {
 
 // 1234567 -> "1,234,567".
 std::string withCommas(uint64_t value);
+
+// `text` with <, >, & and " escaped for HTML.
+std::string escapeHtml(const std::string& text);
 
 }  // namespace tpusim

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "report/text_format.hpp"
+
 namespace tpusim {
 
 namespace {
@@ -65,20 +67,6 @@ std::string format(const char* pattern, double value) {
 
 std::string percent(double share) { return format("%.1f%%", 100 * share); }
 
-std::string htmlEscape(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    switch (ch) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += ch;
-    }
-  }
-  return out;
-}
-
 std::string csvField(const std::string& text) {
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string out = "\"";
@@ -94,13 +82,13 @@ std::string familyPlot(const std::string& family, const std::vector<const Valida
     low = std::min({low, c->measured_us, *c->simulated_us});
     high = std::max({high, c->measured_us, *c->simulated_us});
   }
-  if (high <= 0) return "<p>No case of " + htmlEscape(family) + " ran.</p>\n";
+  if (high <= 0) return "<p>No case of " + escapeHtml(family) + " ran.</p>\n";
   const double lo = std::floor(std::log10(low)), hi = std::max(lo + 1, std::ceil(std::log10(high)));
   const double size = 360, margin = 48;
   const auto at = [&](double us) { return (std::log10(us) - lo) / (hi - lo) * (size - 2 * margin) + margin; };
   std::ostringstream svg;
-  svg << "<figure><figcaption>" << htmlEscape(family) << "</figcaption>\n<svg width=\"" << size << "\" height=\""
-      << size << "\" viewBox=\"0 0 " << size << " " << size << "\" role=\"img\" aria-label=\"" << htmlEscape(family)
+  svg << "<figure><figcaption>" << escapeHtml(family) << "</figcaption>\n<svg width=\"" << size << "\" height=\""
+      << size << "\" viewBox=\"0 0 " << size << " " << size << "\" role=\"img\" aria-label=\"" << escapeHtml(family)
       << ": simulated against measured microseconds, log-log\">\n";
   svg << "<rect x=\"" << margin << "\" y=\"" << margin << "\" width=\"" << size - 2 * margin << "\" height=\""
       << size - 2 * margin << "\" fill=\"none\" stroke=\"#999\"/>\n";
@@ -117,7 +105,7 @@ std::string familyPlot(const std::string& family, const std::vector<const Valida
     if (!c->simulated_us) continue;
     svg << "<circle cx=\"" << format("%.1f", at(c->measured_us)) << "\" cy=\""
         << format("%.1f", size - at(*c->simulated_us)) << "\" r=\"2\" fill=\"#2a6fb0\" fill-opacity=\"0.6\"><title>"
-        << htmlEscape(c->label) << ": measured " << format("%.4g", c->measured_us) << " us, simulated "
+        << escapeHtml(c->label) << ": measured " << format("%.4g", c->measured_us) << " us, simulated "
         << format("%.4g", *c->simulated_us) << " us</title></circle>\n";
   }
   svg << "<text x=\"" << size / 2 << "\" y=\"" << size - 8 << "\" font-size=\"11\" text-anchor=\"middle\">measured "
@@ -228,21 +216,21 @@ std::string validationCsv(const std::vector<ValidationCase>& cases) {
 std::string validationHtml(const std::vector<FamilyFit>& fits, const std::vector<ValidationCase>& cases,
                            const std::string& hardware, const std::string& source) {
   std::ostringstream page;
-  page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tpusim validate: " << htmlEscape(hardware)
+  page << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tpusim validate: " << escapeHtml(hardware)
        << "</title>\n<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:2px 8px;text-align:right}td:first-child,th:first-child{text-align:left}"
           "figure{display:inline-block;margin:0.5em}figcaption{font-weight:bold}</style></head><body>\n";
-  page << "<h1>Simulated against measured op times</h1>\n<p>Hardware: " << htmlEscape(hardware)
-       << ". Measurements: " << htmlEscape(source.empty() ? "(the file gives no source)" : source)
+  page << "<h1>Simulated against measured op times</h1>\n<p>Hardware: " << escapeHtml(hardware)
+       << ". Measurements: " << escapeHtml(source.empty() ? "(the file gives no source)" : source)
        << ". Error: |simulated / measured - 1|; ratio: the median of simulated / measured.</p>\n";
   page << "<table><tr><th>family</th><th>cases</th><th>ran</th><th>median error</th><th>p90 error</th>"
           "<th>ratio</th><th>within 10%</th><th>within 25%</th><th>worst case</th></tr>\n";
   for (const FamilyFit& f : fits) {
-    page << "<tr><td>" << htmlEscape(f.family) << "</td><td>" << f.cases << "</td><td>" << f.ran << "</td><td>"
+    page << "<tr><td>" << escapeHtml(f.family) << "</td><td>" << f.cases << "</td><td>" << f.ran << "</td><td>"
          << percent(f.median_error) << "</td><td>" << percent(f.p90_error) << "</td><td>"
          << format("%.3f", f.median_ratio) << "</td><td>" << percent(f.within_10) << "</td><td>"
          << percent(f.within_25) << "</td><td>"
-         << (f.ran ? htmlEscape(f.worst_label) + " (" + format("%.2f", f.worst_ratio) + ")" : "-") << "</td></tr>\n";
+         << (f.ran ? escapeHtml(f.worst_label) + " (" + format("%.2f", f.worst_ratio) + ")" : "-") << "</td></tr>\n";
   }
   page << "</table>\n<h2>Per family (log-log; dashed: simulated = measured)</h2>\n";
   const auto families = byFamily(cases);
@@ -254,7 +242,7 @@ std::string validationHtml(const std::vector<FamilyFit>& fits, const std::vector
   if (failed) {
     page << "<h2>Cases that could not run</h2>\n<ul>\n";
     for (const ValidationCase& c : cases) {
-      if (!c.simulated_us) page << "<li>case " << c.index << " " << htmlEscape(c.label) << ": " << htmlEscape(c.error) << "</li>\n";
+      if (!c.simulated_us) page << "<li>case " << c.index << " " << escapeHtml(c.label) << ": " << escapeHtml(c.error) << "</li>\n";
     }
     page << "</ul>\n";
   }

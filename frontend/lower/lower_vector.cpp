@@ -119,9 +119,10 @@ void Lowerer::lowerVector(const ir::Op& op) {
       if (along) plan.movement[i] = Movement::kRows;
     }
   };
-  // A window along the minor dimension (the lanes) moves each element across lanes twice
-  // (a rotate to meet its neighbour, a compaction of the results); where the output's minor
-  // dimension is not whole lanes, XLA first copies the input to another layout (one more).
+  // A window along the minor dimension (the lanes) moves each element of the feature map
+  // across lanes twice (a rotate to meet its neighbour, a compaction of the results); where
+  // the output's minor dimension is not whole lanes, XLA first copies the input to another
+  // layout (one more). Counted per element of the larger map, spread over the work below.
   uint64_t lane_moves = 0;
   const auto crossesLanes = [&](const ir::PoolGeometry& pool) -> uint64_t {
     if (pool.kernel.empty() || (pool.kernel.back() <= 1 && pool.strides.back() <= 1)) return 0;
@@ -152,12 +153,12 @@ void Lowerer::lowerVector(const ir::Op& op) {
     case OpType::kPoolArgmax:  // each output element reads its window
       leading(2, true);
       plan.elements *= static_cast<uint64_t>(ir::elementCount(op.pool.kernel));
-      lane_moves = crossesLanes(op.pool);
+      lane_moves = crossesLanes(op.pool) * static_cast<uint64_t>(ir::elementCount(first.shape));
       break;
     case OpType::kPoolGrad:  // each dy element is spread over its window
       leading(2, true);
       plan.elements = static_cast<uint64_t>(ir::elementCount(first.shape) * ir::elementCount(op.pool.kernel));
-      lane_moves = crossesLanes(op.pool);
+      lane_moves = crossesLanes(op.pool) * static_cast<uint64_t>(ir::elementCount(out.shape));
       break;
     case OpType::kSoftmaxCrossEntropyGrad:
     case OpType::kNllLossGrad: leading(1, false); break;
@@ -225,16 +226,16 @@ void Lowerer::lowerVector(const ir::Op& op) {
   }
 
   // Converting what streams in and the output where the vector unit lacks the dtype's ALU,
-  // spread over the elements of the work (rounded up).
-  uint64_t converted = static_cast<uint64_t>(ir::elementCount(out.shape)) * convertOps(out.dtype);
+  // and the moves across lanes, spread over the elements of the work (rounded up).
+  uint64_t converted = static_cast<uint64_t>(ir::elementCount(out.shape)) * convertOps(out.dtype) +
+                       lane_moves * static_cast<uint64_t>(m_hw.vpu().cross_lane_ops());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (plan.movement[i] == Movement::kWhole) continue;
     const ir::Tensor& input = m_graph.tensor(op.inputs[i]);
     converted += plan.bytes[i] / dtypeBytes(input.dtype) * convertOps(input.dtype);
   }
   const auto converts = static_cast<uint32_t>(plan.elements ? (converted + plan.elements - 1) / plan.elements : 0);
-  const uint32_t work_per_element =
-      ops_per_element + converts + static_cast<uint32_t>(lane_moves * static_cast<uint64_t>(m_hw.vpu().cross_lane_ops()));
+  const uint32_t work_per_element = ops_per_element + converts;
   // Bytes per row of what streams, and what stays.
   uint64_t resident = 0;
   double row_bytes = plan.rows ? static_cast<double>(out.bytes()) / static_cast<double>(plan.rows) : 0;
