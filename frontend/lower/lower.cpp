@@ -396,10 +396,10 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
 }
 
 void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused) {
-  // A cast fused into the MXU ops that read it: they load its input and convert each tile.
+  // A cast fused into the ops that read it: they load its input and convert each tile.
   if (op.type == OpType::kCast && m_cast_source[static_cast<size_t>(op.outputs[0])] >= 0) {
     m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
-    return recordLowering(op, "fused into the MXU ops that read it", 0, 0);
+    return recordLowering(op, "fused into the ops that read it", 0, 0);
   }
   // Ops read what fused casts read (Lowerer::sourced); the copies live while the op lowers.
   std::vector<ir::Op> copies;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "frontend/passes/placement.hpp"
 #include "frontend/train/graph_transforms.hpp"
 
 namespace tpusim {
@@ -17,13 +18,19 @@ bool isMxuOp(OpType type) {
 
 std::vector<int> operandCastSources(const ir::Graph& graph) {
   std::vector<int> source(graph.tensors().size(), -1);
-  // Readers that load their operands tile by tile and can convert them as they land.
+  // Readers that load their operands tile by tile and can convert them as they land: the
+  // MXU's ops and the vector unit's (a gather's gradient scatters rows instead). A tensor
+  // something updates in place stays a tensor of its own.
   std::vector<bool> converted_by_readers(graph.tensors().size(), true);
   for (const ir::Op& op : graph.ops()) {
-    const bool converts = isMxuOp(op.type) || op.type == OpType::kReduce || op.type == OpType::kReduceSumTo ||
-                          (isFusibleElementwise(op.type) && graph.tensor(op.outputs[0]).alias_of < 0);
+    const ir::Unit unit = placementOf(op);
+    const bool converts = (unit == ir::Unit::kMxu || unit == ir::Unit::kVpu) && op.type != OpType::kGatherGrad;
     for (int input : op.inputs) {
       if (!converts) converted_by_readers[static_cast<size_t>(input)] = false;
+    }
+    for (int output : op.outputs) {
+      const int updated = graph.tensor(output).alias_of;
+      if (updated >= 0 && op.type != OpType::kReshape) converted_by_readers[static_cast<size_t>(updated)] = false;
     }
   }
   for (int output : graph.outputs()) converted_by_readers[static_cast<size_t>(output)] = false;

@@ -27,7 +27,7 @@ bool isMxuOp(ir::OpType type);
 ir::Graph fuseElementwise(const ir::Graph& graph);
 
 // Per tensor: the input of the float cast that makes it, where every reader of the cast's
-// output loads it tile by tile (MXU ops, reductions, elementwise ops): XLA fuses such a
+// output loads it tile by tile (the MXU's and the vector unit's ops): XLA fuses such a
 // convert into each consumer, which reads the cast's input and converts each tile as it
 // lands; else -1. The fusion pass leaves these casts out of elementwise groups.
 std::vector<int> operandCastSources(const ir::Graph& graph);
