@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "frontend/lower/lowerer.hpp"
+#include "frontend/lower/vector_costs.hpp"
 #include "frontend/passes/fusion.hpp"
 #include "frontend/passes/layers.hpp"
 #include "frontend/passes/mxu_padding.hpp"
@@ -147,6 +148,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_on_chip(onChipOnly(graph)),
       m_cast_source(operandCastSources(graph)),
       m_op_writing(graph.tensors().size(), 0),
+      m_prologue(reductionPrologues(graph)),
       m_last_load(static_cast<size_t>(hw.chip().tensor_cores()), kNone) {}
 
 void Lowerer::run() {
@@ -401,6 +403,11 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
     return recordLowering(op, "fused into the ops that read it", 0, 0);
   }
+  // An elementwise op run inside the reduction that reads it (reductionPrologues).
+  if (m_prologue[static_cast<size_t>(op.outputs[0])]) {
+    m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
+    return recordLowering(op, "fused into the reduction that reads it", 0, 0);
+  }
   // Ops read what fused casts read (Lowerer::sourced); the copies live while the op lowers.
   std::vector<ir::Op> copies;
   copies.reserve(fused.size() + 1);
@@ -422,7 +429,22 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     case ir::Unit::kDma: return lowerGather(op);
     case ir::Unit::kIci: return lowerCollective(op);
     case ir::Unit::kVpu:
-    case ir::Unit::kUnplaced: return op.type == OpType::kGatherGrad ? lowerGatherGrad(op) : lowerVector(reading);
+    case ir::Unit::kUnplaced: {
+      if (op.type == OpType::kGatherGrad) return lowerGatherGrad(op);
+      if (op.type == OpType::kReduce && m_prologue[static_cast<size_t>(op.inputs[0])]) {
+        // The reduction loads its prologue's inputs (each once) and computes it per tile.
+        const ir::Op& prologue = m_graph.ops()[m_op_writing[static_cast<size_t>(op.inputs[0])]];
+        ir::Op fused_reduce = reading;
+        fused_reduce.inputs.clear();
+        for (int input : sourced(prologue).inputs) {
+          if (std::find(fused_reduce.inputs.begin(), fused_reduce.inputs.end(), input) == fused_reduce.inputs.end()) {
+            fused_reduce.inputs.push_back(input);
+          }
+        }
+        return lowerVector(fused_reduce, vectorOpsPerElement(prologue));
+      }
+      return lowerVector(reading);
+    }
   }
 }
 

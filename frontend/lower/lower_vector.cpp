@@ -99,10 +99,10 @@ bool oneRowFits(const VectorPlan& plan, uint64_t out_bytes, const std::vector<bo
 
 }  // namespace
 
-void Lowerer::lowerVector(const ir::Op& op) {
+void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
-  const uint32_t ops_per_element = vectorOpsPerElement(op);
+  const uint32_t ops_per_element = vectorOpsPerElement(op) + extra_ops;
   VectorPlan plan;
   plan.elements = static_cast<uint64_t>(ir::elementCount(out.shape));
   plan.movement.assign(op.inputs.size(), Movement::kWhole);

@@ -197,7 +197,8 @@ class Lowerer {
   uint64_t m_bucket_bytes = 0;
 
   // ---- lower_vector.cpp
-  void lowerVector(const ir::Op& op);
+  // `extra_ops`: ALU operations per element of a reduction prologue computed in the op.
+  void lowerVector(const ir::Op& op, uint32_t extra_ops = 0);
   void lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows, uint64_t elements, uint32_t ops_per_element);
   void lowerGather(const ir::Op& op);
   void lowerGatherGrad(const ir::Op& op);
@@ -218,6 +219,7 @@ class Lowerer {
   std::vector<bool> m_on_chip;              // per tensor: fused away, never in HBM
   std::vector<int> m_cast_source;           // per tensor: what a cast fused into its readers reads, or -1
   std::vector<size_t> m_op_writing;         // per tensor: the index of the op that writes it
+  std::vector<bool> m_prologue;             // per tensor: made inside the reduction that reads it
   // The tensor an operand's tiles load: the cast's input where the cast is fused into its reader.
   int gemmSource(int tensor) const {
     const int source = m_cast_source[static_cast<size_t>(tensor)];

@@ -46,9 +46,36 @@ std::vector<int> operandCastSources(const ir::Graph& graph) {
   return source;
 }
 
+std::vector<bool> reductionPrologues(const ir::Graph& graph) {
+  std::vector<int> readers(graph.tensors().size(), 0);
+  std::vector<const ir::Op*> reader(graph.tensors().size(), nullptr);
+  for (const ir::Op& op : graph.ops()) {
+    for (int input : op.inputs) {
+      ++readers[static_cast<size_t>(input)];
+      reader[static_cast<size_t>(input)] = &op;
+    }
+  }
+  for (int output : graph.outputs()) ++readers[static_cast<size_t>(output)];
+  std::vector<bool> prologue(graph.tensors().size(), false);
+  for (const ir::Op& op : graph.ops()) {
+    const ir::Tensor& out = graph.tensor(op.outputs[0]);
+    const ir::Op* by = reader[static_cast<size_t>(out.id)];
+    if (!isFusibleElementwise(op.type) || op.type == OpType::kCast || out.alias_of >= 0 ||
+        readers[static_cast<size_t>(out.id)] != 1 || by == nullptr || by->type != OpType::kReduce || by->perm.empty() ||
+        *std::min_element(by->perm.begin(), by->perm.end()) == 0) {
+      continue;  // (a reduction over the leading axis accumulates another way)
+    }
+    const bool same_shapes = std::all_of(op.inputs.begin(), op.inputs.end(),
+                                         [&](int input) { return graph.tensor(input).shape == out.shape; });
+    if (same_shapes) prologue[static_cast<size_t>(out.id)] = true;
+  }
+  return prologue;
+}
+
 ir::Graph fuseElementwise(const ir::Graph& graph) {
   const std::vector<ir::Op>& ops = graph.ops();
   const std::vector<int> operand_casts = operandCastSources(graph);
+  const std::vector<bool> prologues = reductionPrologues(graph);
   const size_t count = ops.size();
   std::vector<int> producer(graph.tensors().size(), -1);
   for (size_t i = 0; i < count; ++i) {
@@ -125,11 +152,16 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
     const ir::Op& op = ops[i];
     if (!isFusibleElementwise(op.type)) continue;
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
-    if (out.alias_of >= 0 || operand_casts[static_cast<size_t>(out.id)] >= 0) continue;
+    if (out.alias_of >= 0 || operand_casts[static_cast<size_t>(out.id)] >= 0 || prologues[static_cast<size_t>(out.id)]) {
+      continue;
+    }
     // Behind the producer of an input (as its epilogue or the next op of its chain).
     for (int input : op.inputs) {
       const int from = producer[static_cast<size_t>(input)];
-      if (from < 0 || graph.tensor(input).shape != out.shape || operand_casts[static_cast<size_t>(input)] >= 0) continue;
+      if (from < 0 || graph.tensor(input).shape != out.shape || operand_casts[static_cast<size_t>(input)] >= 0 ||
+          prologues[static_cast<size_t>(input)]) {
+        continue;
+      }
       const ir::Op& source = ops[static_cast<size_t>(from)];
       if (group[static_cast<size_t>(from)] < 0 && !isMxuOp(source.type) && !isFusibleElementwise(source.type)) continue;
       const size_t leader = group[static_cast<size_t>(from)] >= 0

@@ -32,6 +32,13 @@ ir::Graph fuseElementwise(const ir::Graph& graph);
 // lands; else -1. The fusion pass leaves these casts out of elementwise groups.
 std::vector<int> operandCastSources(const ir::Graph& graph);
 
+// Per tensor: whether the elementwise op that makes it runs inside the reduction that
+// reads it (XLA's reduction input fusion): the tensor's only reader reduces trailing axes of
+// it, and the op's inputs are the tensor's shape. The reduction loads the op's inputs and
+// computes it tile by tile; the tensor never exists. The fusion pass leaves these ops out of
+// elementwise groups.
+std::vector<bool> reductionPrologues(const ir::Graph& graph);
+
 // Per tensor: written and read only inside one fusion group (so it stays in VMEM).
 std::vector<bool> onChipOnly(const ir::Graph& graph);
 

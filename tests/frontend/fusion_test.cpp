@@ -75,6 +75,31 @@ TEST(Fusion, AFusedCastIsNeverWrittenItsReadersLoadItsInput) {
   for (const auto& ins : program.chips(0).instructions()) EXPECT_NE(ins.op(), "wide");
 }
 
+TEST(Fusion, AnElementwiseOpOnlyAReductionReadsRunsInsideIt) {
+  // RMS norm's mean of squares: x f16 [256, 1024] -> Cast f32 -> Mul(x, x) -> mean over axis 1.
+  // The reduction loads x's 512 KiB once and squares it per tile; the squares never exist.
+  ir::Graph g;
+  const int x = g.addInput("x", {256, 1024}, DType::kF16, ir::TensorRole::kInput);
+  const int wide = g.cast("wide", x, DType::kF32);
+  const int squares = g.binary(ir::OpType::kMul, "squares", wide, wide);
+  const int mean = g.reduce("mean", squares, ir::Reduction::kMean, {1}, true);
+  g.markOutput(g.binary(ir::OpType::kDiv, "scaled", wide, mean));
+  const std::vector<bool> prologues = reductionPrologues(g);
+  EXPECT_TRUE(prologues[static_cast<size_t>(squares)]);
+  EXPECT_FALSE(prologues[static_cast<size_t>(wide)]);  // read by the Div as well
+  const program::Program program = compileGraph(g, oneCore(), LowerOptions{"t", "inference", 1}).program;
+  uint64_t reduce_loads = 0, reduce_ops = 0;
+  for (const auto& ins : program.chips(0).instructions()) {
+    EXPECT_NE(ins.op(), "squares");
+    if (ins.op() != "mean") continue;
+    if (ins.has_dma() && ins.dma().dst() == program::VMEM) reduce_loads += ins.dma().bytes();
+    if (ins.has_vector()) reduce_ops = ins.vector().ops_per_element();
+  }
+  EXPECT_EQ(reduce_loads, 256ull * 1024 * 2);
+  // Per element: the square (1), the sum (1), and x converted from f16 (vpu.f16_convert_ops).
+  EXPECT_EQ(reduce_ops, 2 + static_cast<uint64_t>(oneCore().config().vpu().f16_convert_ops()));
+}
+
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
