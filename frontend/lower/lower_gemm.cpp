@@ -510,7 +510,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
   job.output_dtype = out.dtype;
   job.transpose_lhs = op.transpose_a;
   job.transpose_rhs = op.transpose_b;
-  const int a_source = gemmSource(op.inputs[0]), b_source = gemmSource(op.inputs[1]);
+  const int a_source = loadedTensor(op.inputs[0]), b_source = loadedTensor(op.inputs[1]);
   const uint64_t a_bytes = m_graph.tensor(a_source).bytes(), b_bytes = m_graph.tensor(b_source).bytes();
   job.lhs = {a_source, a_bytes, true, Axis::kWhole, 1, 1};
   job.rhs = {b_source, b_bytes, true, Axis::kWhole, 1, 1};
@@ -599,7 +599,7 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   // With groups, channels of one group are strided in memory: dependencies take whole tensors.
   const bool grouped = g > 1;
   const auto along = [&](int tensor, Axis axis, uint64_t extent, uint64_t granule) {
-    const int source = gemmSource(tensor);
+    const int source = loadedTensor(tensor);
     return grouped ? GemmOperand{source, m_graph.tensor(source).bytes(), true, Axis::kWhole, 1, 1}
                    : GemmOperand{source, m_graph.tensor(source).bytes(), true, axis, extent, granule};
   };

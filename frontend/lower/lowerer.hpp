@@ -221,14 +221,14 @@ class Lowerer {
   std::vector<size_t> m_op_writing;         // per tensor: the index of the op that writes it
   std::vector<bool> m_prologue;             // per tensor: made inside the reduction that reads it
   // The tensor an operand's tiles load: the cast's input where the cast is fused into its reader.
-  int gemmSource(int tensor) const {
+  int loadedTensor(int tensor) const {
     const int source = m_cast_source[static_cast<size_t>(tensor)];
     return source >= 0 ? source : tensor;
   }
-  // `op` reading what its loads read (gemmSource of each input): same shapes, the stored dtypes.
+  // `op` reading what its loads read (loadedTensor of each input): same shapes, the stored dtypes.
   ir::Op sourced(const ir::Op& op) const {
     ir::Op copy = op;
-    for (int& input : copy.inputs) input = gemmSource(input);
+    for (int& input : copy.inputs) input = loadedTensor(input);
     return copy;
   }
   std::vector<uint32_t> m_hbm_buffer;       // per tensor
