@@ -249,9 +249,11 @@ void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& l
   } else {
     centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
   }
+  // scale / stddev per channel first, as XLA and every framework's inference kernel do: one
+  // multiply per element instead of a divide and a multiply.
   const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
-  int y = g.binary(ir::OpType::kDiv, name + ".normalized", centered, stddev);
-  y = g.add(name + ".shifted", g.binary(ir::OpType::kMul, name + ".scaled", y, scale), bias);
+  const int factor = g.binary(ir::OpType::kDiv, name + ".factor", scale, stddev);
+  const int y = g.add(name + ".shifted", g.binary(ir::OpType::kMul, name + ".scaled", centered, factor), bias);
   if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
   defineOutput(node, 0, y);
   if (node.output_size() > 1) {

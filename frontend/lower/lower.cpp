@@ -263,9 +263,17 @@ uint32_t Lowerer::addVmem(const ir::Op& op, uint32_t core, const std::string& wh
   return buffer->id();
 }
 
-uint32_t Lowerer::convertOps(DType dtype) const {
+uint32_t Lowerer::unpackOps(DType dtype) const {
   switch (dtype) {
-    case DType::kF16: return static_cast<uint32_t>(m_hw.vpu().f16_convert_ops());
+    case DType::kF16: return static_cast<uint32_t>(m_hw.vpu().f16_unpack_ops());
+    case DType::kBF16: return static_cast<uint32_t>(m_hw.vpu().bf16_convert_ops());
+    default: return 0;
+  }
+}
+
+uint32_t Lowerer::packOps(DType dtype) const {
+  switch (dtype) {
+    case DType::kF16: return static_cast<uint32_t>(m_hw.vpu().f16_pack_ops());
     case DType::kBF16: return static_cast<uint32_t>(m_hw.vpu().bf16_convert_ops());
     default: return 0;
   }
@@ -397,6 +405,20 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   return m_scratch;
 }
 
+void Lowerer::addPrologue(int tensor, std::vector<int>& inputs, uint32_t& ops, std::vector<int>& computed) const {
+  if (std::find(computed.begin(), computed.end(), tensor) != computed.end()) return;
+  computed.push_back(tensor);
+  const ir::Op& op = m_graph.ops()[m_op_writing[static_cast<size_t>(tensor)]];
+  ops += vectorOpsPerElement(op);
+  for (int input : sourced(op).inputs) {
+    if (m_prologue[static_cast<size_t>(input)]) {
+      addPrologue(input, inputs, ops, computed);
+    } else if (std::find(inputs.begin(), inputs.end(), input) == inputs.end()) {
+      inputs.push_back(input);
+    }
+  }
+}
+
 void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused) {
   // A cast fused into the ops that read it: they load its input and convert each tile.
   if (op.type == OpType::kCast && m_cast_source[static_cast<size_t>(op.outputs[0])] >= 0) {
@@ -431,17 +453,18 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     case ir::Unit::kVpu:
     case ir::Unit::kUnplaced: {
       if (op.type == OpType::kGatherGrad) return lowerGatherGrad(op);
-      if (op.type == OpType::kReduce && m_prologue[static_cast<size_t>(op.inputs[0])]) {
+      if ((op.type == OpType::kReduce || op.type == OpType::kReduceSumTo) && m_prologue[static_cast<size_t>(op.inputs[0])]) {
         // The reduction loads its prologue's inputs (each once) and computes it per tile.
-        const ir::Op& prologue = m_graph.ops()[m_op_writing[static_cast<size_t>(op.inputs[0])]];
         ir::Op fused_reduce = reading;
         fused_reduce.inputs.clear();
-        for (int input : sourced(prologue).inputs) {
-          if (std::find(fused_reduce.inputs.begin(), fused_reduce.inputs.end(), input) == fused_reduce.inputs.end()) {
-            fused_reduce.inputs.push_back(input);
-          }
-        }
-        return lowerVector(fused_reduce, vectorOpsPerElement(prologue));
+        uint32_t prologue_ops = 0;
+        std::vector<int> computed;
+        addPrologue(op.inputs[0], fused_reduce.inputs, prologue_ops, computed);
+        // What streams at the reduced tensor's shape first: lowerVector tiles by its first input.
+        const ir::Shape& reduced = m_graph.tensor(op.inputs[0]).shape;
+        std::stable_partition(fused_reduce.inputs.begin(), fused_reduce.inputs.end(),
+                              [&](int input) { return m_graph.tensor(input).shape == reduced; });
+        return lowerVector(fused_reduce, prologue_ops);
       }
       return lowerVector(reading);
     }

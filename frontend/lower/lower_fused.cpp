@@ -85,7 +85,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
         reads.push_back(buffer);
         deps.push_back(loaded);
         touched += bytes;
-        converts += convertOps(tensor.dtype);
+        converts += unpackOps(tensor.dtype);
         continue;
       }
       auto kept = fused.resident.find(input);  // another shape: whole, once per core
@@ -105,7 +105,7 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     grow(out_buffer, out_bytes);
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
     const bool leaves_chip = !m_on_chip[static_cast<size_t>(output)];
-    if (leaves_chip) converts += convertOps(out.dtype);
+    if (leaves_chip) converts += packOps(out.dtype);
     const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE,
                                            elements, vectorOpsPerElement(op) + converts, out.dtype, reads,
                                            out_buffer, touched + out_bytes, deps);

@@ -122,13 +122,13 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   // The MXU multiplies bf16 (and int8, and f32 as bf16 passes) but not f16: an f16 tile is
   // converted to bf16 on the vector unit in VMEM once it lands, before the MXU reads it
   // (vpu.f16_to_bf16_ops); an output of a type the vector unit has no ALU for is converted
-  // from the f32 sums before it is stored (vpu.*_convert_ops).
+  // from the f32 sums before it is stored (vpu.f16_pack_ops, vpu.bf16_convert_ops).
   // A tile of a cast's input (the cast fused into this op) is converted to the op's type first.
   const uint32_t to_mxu = job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
-  const uint32_t out_convert = convertOps(job.output_dtype);
+  const uint32_t out_convert = packOps(job.output_dtype);
   const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part, int tensor) {
     const DType stored = m_graph.tensor(tensor).dtype;
-    const uint32_t ops = to_mxu + (stored != job.input_dtype ? convertOps(job.input_dtype) : 0);
+    const uint32_t ops = to_mxu + (stored != job.input_dtype ? packOps(job.input_dtype) : 0);
     if (ops == 0) return load;
     return vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE, bytes / dtypeBytes(stored), ops,
                              job.input_dtype, {buffer}, buffer, bytes, {load});

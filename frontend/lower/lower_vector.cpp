@@ -227,12 +227,12 @@ void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
 
   // Converting what streams in and the output where the vector unit lacks the dtype's ALU,
   // and the moves across lanes, spread over the elements of the work (rounded up).
-  uint64_t converted = static_cast<uint64_t>(ir::elementCount(out.shape)) * convertOps(out.dtype) +
+  uint64_t converted = static_cast<uint64_t>(ir::elementCount(out.shape)) * packOps(out.dtype) +
                        lane_moves * static_cast<uint64_t>(m_hw.vpu().cross_lane_ops());
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (plan.movement[i] == Movement::kWhole) continue;
     const ir::Tensor& input = m_graph.tensor(op.inputs[i]);
-    converted += plan.bytes[i] / dtypeBytes(input.dtype) * convertOps(input.dtype);
+    converted += plan.bytes[i] / dtypeBytes(input.dtype) * unpackOps(input.dtype);
   }
   const auto converts = static_cast<uint32_t>(plan.elements ? (converted + plan.elements - 1) / plan.elements : 0);
   const uint32_t work_per_element = ops_per_element + converts;
@@ -324,15 +324,16 @@ void Lowerer::lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows,
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& main = m_graph.tensor(op.inputs[static_cast<size_t>(main_input)]);
   const int64_t main_lead = main.shape.empty() ? 1 : main.shape[0];
-  ops_per_element += convertOps(main.dtype);  // each streamed element converted as it is read
-  // Inputs laid out along the main input's leading dimension stream with it (when the rows are it).
+  ops_per_element += unpackOps(main.dtype);  // each streamed element converted as it is read
+  // Inputs of the main input's shape stream with it, as do those laid out along its leading
+  // dimension when the rows are it.
   std::vector<bool> streams;
   uint64_t resident = out.bytes(), row_total = 0;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     const ir::Tensor& tensor = m_graph.tensor(op.inputs[i]);
     // (Input 1 of a loss holds the labels, one row per example.)
     const bool along =
-        static_cast<int>(i) == main_input ||
+        static_cast<int>(i) == main_input || tensor.shape == main.shape ||
         (i == 1 && !tensor.shape.empty() && tensor.shape[0] == main_lead && rows == static_cast<uint64_t>(main_lead));
     streams.push_back(along);
     if (along) {

@@ -93,6 +93,9 @@ class Lowerer {
   // ---- lower.cpp: buffers, instructions, transfers
   void createHbmBuffers();
   void lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused);
+  // A reduction's prologue chain (reductionPrologues) ending in `tensor`: appends what the
+  // chain loads to `inputs` (each once) and its vector ops per element to `ops`.
+  void addPrologue(int tensor, std::vector<int>& inputs, uint32_t& ops, std::vector<int>& computed) const;
   uint32_t hbmOf(int tensor) const { return m_hbm_buffer[static_cast<size_t>(tensor)]; }
   ByteRange whole(int tensor) const { return {0, m_graph.tensor(tensor).bytes()}; }
   // Bytes [block(b) * unit, block(e) * unit) of `total`, for the rows [b, e) of `extent` rows
@@ -212,7 +215,10 @@ class Lowerer {
   GemmCostModel costModel(DType input_dtype) const;
   // Vector ALU operations per element to convert `dtype` to or from float32 as it is
   // loaded or stored, where the vector unit has no ALU of that type (vpu.*_convert_ops).
-  uint32_t convertOps(DType dtype) const;
+  // Vector ALU operations per element converting a loaded element of `dtype` to f32 (unpack),
+  // or an f32 result to `dtype` before a store (pack), where the vector unit lacks its ALU.
+  uint32_t unpackOps(DType dtype) const;
+  uint32_t packOps(DType dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;
   std::vector<std::string> m_layers;        // per op

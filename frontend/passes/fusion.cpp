@@ -46,33 +46,191 @@ std::vector<int> operandCastSources(const ir::Graph& graph) {
   return source;
 }
 
-std::vector<bool> reductionPrologues(const ir::Graph& graph) {
-  std::vector<int> readers(graph.tensors().size(), 0);
-  std::vector<const ir::Op*> reader(graph.tensors().size(), nullptr);
-  for (const ir::Op& op : graph.ops()) {
-    for (int input : op.inputs) {
-      ++readers[static_cast<size_t>(input)];
-      reader[static_cast<size_t>(input)] = &op;
+namespace {
+
+// The most elements of an operand a reduction over the leading axis holds whole in VMEM while
+// its input streams (1 MiB of f32).
+constexpr int64_t kMaxHeldElements = int64_t{1} << 18;
+
+// Per tensor: the ops that read it (each once), graph outputs aside.
+std::vector<std::vector<size_t>> readersOf(const ir::Graph& graph) {
+  std::vector<std::vector<size_t>> readers(graph.tensors().size());
+  for (size_t i = 0; i < graph.ops().size(); ++i) {
+    for (int input : graph.ops()[i].inputs) {
+      std::vector<size_t>& of = readers[static_cast<size_t>(input)];
+      if (of.empty() || of.back() != i) of.push_back(i);
     }
   }
-  for (int output : graph.outputs()) ++readers[static_cast<size_t>(output)];
+  return readers;
+}
+
+bool isGraphOutput(const ir::Graph& graph, int tensor) {
+  return std::find(graph.outputs().begin(), graph.outputs().end(), tensor) != graph.outputs().end();
+}
+
+// An elementwise op a reduction or another fused op can compute per tile of its output.
+bool computableInline(const ir::Graph& graph, const ir::Op& op) {
+  return isFusibleElementwise(op.type) && op.type != OpType::kCast && graph.tensor(op.outputs[0]).alias_of < 0 &&
+         !isGraphOutput(graph, op.outputs[0]);
+}
+
+// The first axis a reduction of its input sums (0 where the leading one is among them: the
+// input streams into an accumulator), or -1 for an op that is no such reduction.
+int64_t firstReducedAxis(const ir::Graph& graph, const ir::Op& op) {
+  if (op.type == OpType::kReduce && !op.perm.empty()) return *std::min_element(op.perm.begin(), op.perm.end());
+  if (op.type != OpType::kReduceSumTo) return -1;
+  // ReduceSumTo keeps the leading dimensions its output shares with the input.
+  const ir::Shape& in = graph.tensor(op.inputs[0]).shape;
+  const ir::Shape& out = graph.tensor(op.outputs[0]).shape;
+  int64_t kept = 0;
+  if (out.size() == in.size()) {
+    while (static_cast<size_t>(kept) < out.size() && out[static_cast<size_t>(kept)] == in[static_cast<size_t>(kept)]) {
+      ++kept;
+    }
+  }
+  return kept == static_cast<int64_t>(in.size()) ? -1 : kept;
+}
+
+// Per tensor: the first reduced axis (firstReducedAxis) of the reduction that its one reader
+// is, or that the one reader's output feeds through elementwise ops of its shape; -1 where
+// there is none.
+std::vector<int64_t> reductionAxes(const ir::Graph& graph, const std::vector<std::vector<size_t>>& readers) {
+  std::vector<int64_t> axis(graph.tensors().size(), -1);
+  const std::vector<ir::Op>& ops = graph.ops();
+  for (size_t i = ops.size(); i-- > 0;) {
+    for (int output : ops[i].outputs) {
+      const std::vector<size_t>& by = readers[static_cast<size_t>(output)];
+      if (by.size() != 1 || isGraphOutput(graph, output)) continue;
+      const ir::Op& reader = ops[by.front()];
+      const int64_t reduced = firstReducedAxis(graph, reader);
+      if (reduced >= 0 && reader.inputs[0] == output) {
+        axis[static_cast<size_t>(output)] = reduced;
+      } else if (computableInline(graph, reader) &&
+                 graph.tensor(reader.outputs[0]).shape == graph.tensor(output).shape) {
+        axis[static_cast<size_t>(output)] = axis[static_cast<size_t>(reader.outputs[0])];
+      }
+    }
+  }
+  return axis;
+}
+
+// Whether `input` moves with the rows of `shape` whose first `axis` dimensions a reduction
+// keeps: it has the shape, or it is one value per row (trailing 1s), or a scalar. Where the
+// leading axis is reduced, the input streams into an accumulator and a small operand (batch
+// norm's per-channel mean) is held whole.
+bool movesWithRows(const ir::Shape& input, const ir::Shape& shape, int64_t axis) {
+  if (input == shape || ir::elementCount(input) == 1) return true;
+  if (axis == 0) return ir::elementCount(input) <= kMaxHeldElements;  // held whole beside the stream
+  if (input.size() != shape.size()) return false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (static_cast<int64_t>(d) < axis ? input[d] != shape[d] : input[d] != 1) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<bool> reductionPrologues(const ir::Graph& graph) {
+  const std::vector<std::vector<size_t>> readers = readersOf(graph);
+  const std::vector<int64_t> axis = reductionAxes(graph, readers);
   std::vector<bool> prologue(graph.tensors().size(), false);
   for (const ir::Op& op : graph.ops()) {
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
-    const ir::Op* by = reader[static_cast<size_t>(out.id)];
-    if (!isFusibleElementwise(op.type) || op.type == OpType::kCast || out.alias_of >= 0 ||
-        readers[static_cast<size_t>(out.id)] != 1 || by == nullptr || by->type != OpType::kReduce || by->perm.empty() ||
-        *std::min_element(by->perm.begin(), by->perm.end()) == 0) {
-      continue;  // (a reduction over the leading axis accumulates another way)
-    }
-    const bool same_shapes = std::all_of(op.inputs.begin(), op.inputs.end(),
-                                         [&](int input) { return graph.tensor(input).shape == out.shape; });
-    if (same_shapes) prologue[static_cast<size_t>(out.id)] = true;
+    const int64_t reduced = axis[static_cast<size_t>(out.id)];
+    if (reduced < 0 || !computableInline(graph, op)) continue;
+    const bool with_rows = std::all_of(op.inputs.begin(), op.inputs.end(), [&](int input) {
+      return movesWithRows(graph.tensor(input).shape, out.shape, reduced);
+    });
+    const bool streams = std::any_of(op.inputs.begin(), op.inputs.end(),
+                                     [&](int input) { return graph.tensor(input).shape == out.shape; });
+    if (with_rows && streams) prologue[static_cast<size_t>(out.id)] = true;
   }
   return prologue;
 }
 
-ir::Graph fuseElementwise(const ir::Graph& graph) {
+ir::Graph readBroadcastsInPlace(const ir::Graph& graph) {
+  const std::vector<std::vector<size_t>> readers = readersOf(graph);
+  ir::Graph::Rewrite rewrite(graph);
+  bool any = false;
+  for (size_t b = 0; b < graph.ops().size(); ++b) {
+    const ir::Op& op = graph.ops()[b];
+    if (op.type != OpType::kBroadcastTo) continue;
+    const int out = op.outputs[0];
+    const ir::Tensor& full = graph.tensor(out);
+    if (full.alias_of >= 0 || isGraphOutput(graph, out) || readers[static_cast<size_t>(out)].empty()) continue;
+    const bool in_place = std::all_of(readers[static_cast<size_t>(out)].begin(), readers[static_cast<size_t>(out)].end(),
+                                      [&](size_t r) {
+      const ir::Op& reader = graph.ops()[r];
+      const bool broadcasts = ir::isElementwiseBinary(reader.type) || reader.type == OpType::kCompare ||
+                              reader.type == OpType::kWhere;
+      // Another operand of the full shape keeps the reader's output shape.
+      const bool keeps_shape = std::any_of(reader.inputs.begin(), reader.inputs.end(), [&](int input) {
+        return input != out && graph.tensor(input).shape == full.shape;
+      });
+      return broadcasts && keeps_shape && graph.tensor(reader.outputs[0]).shape == full.shape;
+    });
+    if (!in_place) continue;
+    rewrite.remove[b] = true;
+    rewrite.redirect[static_cast<size_t>(out)] = op.inputs[0];
+    any = true;
+  }
+  return any ? graph.rewired(rewrite) : graph;
+}
+
+ir::Graph recomputeReductionProducers(const ir::Graph& graph) {
+  const std::vector<std::vector<size_t>> readers = readersOf(graph);
+  const std::vector<int64_t> axis = reductionAxes(graph, readers);
+  const std::vector<ir::Op>& ops = graph.ops();
+  ir::Graph result = graph;
+  std::vector<std::vector<size_t>> before(ops.size());  // per op: the copies that run just before it
+  for (size_t p = 0; p < ops.size(); ++p) {
+    const ir::Op& op = ops[p];
+    const int out = op.outputs[0];
+    const ir::Shape& shape = graph.tensor(out).shape;
+    const std::vector<size_t>& by = readers[static_cast<size_t>(out)];
+    if (by.size() < 2 || !computableInline(graph, op) || isRecomputation(op.name)) continue;
+    // One operand streams (a copy reads it instead of the op's output); the rest are small.
+    const auto streamed = std::count_if(op.inputs.begin(), op.inputs.end(),
+                                        [&](int input) { return graph.tensor(input).shape == shape; });
+    const bool small_rest = std::all_of(op.inputs.begin(), op.inputs.end(), [&](int input) {
+      return graph.tensor(input).shape == shape || ir::elementCount(graph.tensor(input).shape) < ir::elementCount(shape);
+    });
+    if (streamed != 1 || !small_rest) continue;
+    // Every reader computes per tile of this shape; one of them feeds a trailing reduction.
+    bool feeds_reduction = false, all_inline = true;
+    for (size_t r : by) {
+      const ir::Op& reader = ops[r];
+      const int made = reader.outputs[0];
+      if (firstReducedAxis(graph, reader) >= 0) {
+        feeds_reduction = feeds_reduction || reader.inputs[0] == out;
+      } else if (computableInline(graph, reader) && graph.tensor(made).shape == shape) {
+        feeds_reduction = feeds_reduction || axis[static_cast<size_t>(made)] >= 0;
+      } else {
+        all_inline = false;
+      }
+    }
+    if (!feeds_reduction || !all_inline) continue;
+    for (size_t k = 1; k < by.size(); ++k) {
+      std::string name = op.name + ".recomputed";
+      if (k > 1) name += std::to_string(k);
+      const int copy = result.cloneOp(result, op, op.inputs, name);
+      for (int& input : result.annotate(by[k]).inputs) {
+        if (input == out) input = copy;
+      }
+      before[by[k]].push_back(result.ops().size() - 1);
+    }
+  }
+  if (result.ops().size() == ops.size()) return result;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    order.insert(order.end(), before[i].begin(), before[i].end());
+    order.push_back(i);
+  }
+  return result.reordered(order);
+}
+
+ir::Graph fuseElementwise(const ir::Graph& input) {
+  const ir::Graph graph = recomputeReductionProducers(readBroadcastsInPlace(input));
   const std::vector<ir::Op>& ops = graph.ops();
   const std::vector<int> operand_casts = operandCastSources(graph);
   const std::vector<bool> prologues = reductionPrologues(graph);
@@ -146,6 +304,44 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
     ++size[leader];
     anchor[leader] = i;
   };
+  // An op that joined a group takes along the elementwise groups (or lone ops) that make its
+  // other inputs and whose outputs only it reads (a gradient's products feeding a sum): they
+  // move to the group's anchor, where their inputs exist, and their outputs never go to HBM.
+  const std::vector<std::vector<size_t>> readers = readersOf(graph);
+  const auto absorbProducerGroups = [&](size_t leader, size_t i, std::vector<int>& last_reader) {
+    for (int input : ops[i].inputs) {
+      const int from = producer[static_cast<size_t>(input)];
+      if (from < 0) continue;
+      const size_t other = group[static_cast<size_t>(from)] >= 0 ? static_cast<size_t>(group[static_cast<size_t>(from)])
+                                                                  : static_cast<size_t>(from);
+      if (other == leader || graph.tensor(input).shape != graph.tensor(ops[i].outputs[0]).shape) continue;
+      std::vector<size_t> taken;
+      for (size_t j = other; j < i; ++j) {
+        if (j == other || group[j] == static_cast<int>(other)) taken.push_back(j);
+      }
+      if (size[leader] + taken.size() > kMaxFusedOps) continue;
+      const bool movable = std::all_of(taken.begin(), taken.end(), [&](size_t j) {
+        const ir::Op& member = ops[j];
+        const int made = member.outputs[0];
+        const bool read_here = std::all_of(readers[static_cast<size_t>(made)].begin(),
+                                           readers[static_cast<size_t>(made)].end(), [&](size_t r) {
+          return r == i || std::find(taken.begin(), taken.end(), r) != taken.end();
+        });
+        return isFusibleElementwise(member.type) && graph.tensor(made).alias_of < 0 && read_here &&
+               operand_casts[static_cast<size_t>(made)] < 0 && !prologues[static_cast<size_t>(made)] &&
+               !isGraphOutput(graph, made) && isRecomputation(member.name) == isRecomputation(ops[leader].name) &&
+               std::none_of(member.inputs.begin(), member.inputs.end(),
+                            [&](int read) { return updatedBetween(read, j, i); });
+      });
+      if (!movable) continue;
+      for (size_t j : taken) {
+        group[j] = static_cast<int>(leader);
+        for (int read : ops[j].inputs) last_reader[static_cast<size_t>(read)] = static_cast<int>(leader);
+      }
+      size[leader] += taken.size();
+      size[other] = 0;
+    }
+  };
   // Per tensor: the group leader of the latest elementwise op that read it.
   std::vector<int> last_reader(graph.tensors().size(), -1);
   for (size_t i = 0; i < count; ++i) {
@@ -181,6 +377,7 @@ ir::Graph fuseElementwise(const ir::Graph& graph) {
       }
     }
     const int leader = group[i] >= 0 ? group[i] : static_cast<int>(i);
+    if (group[i] >= 0) absorbProducerGroups(static_cast<size_t>(leader), i, last_reader);
     for (int input : op.inputs) last_reader[static_cast<size_t>(input)] = leader;
   }
   // Each group's ops run together at its anchor, the leader first.

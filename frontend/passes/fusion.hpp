@@ -33,11 +33,27 @@ ir::Graph fuseElementwise(const ir::Graph& graph);
 std::vector<int> operandCastSources(const ir::Graph& graph);
 
 // Per tensor: whether the elementwise op that makes it runs inside the reduction that
-// reads it (XLA's reduction input fusion): the tensor's only reader reduces trailing axes of
-// it, and the op's inputs are the tensor's shape. The reduction loads the op's inputs and
-// computes it tile by tile; the tensor never exists. The fusion pass leaves these ops out of
-// elementwise groups.
+// reads it (XLA's reduction input fusion): the tensor's only reader is a Reduce or
+// ReduceSumTo of it, or is such an op itself (a chain: layer norm's squares of x - mean), and
+// the op's inputs move with the reduction's rows (the tensor's shape, one value per row, or a
+// scalar). The reduction loads the chain's inputs and computes it tile by tile; the tensor
+// never exists. The fusion pass leaves these ops out of elementwise groups.
 std::vector<bool> reductionPrologues(const ir::Graph& graph);
+
+// A BroadcastTo whose readers are all broadcasting elementwise ops with another operand of
+// its output's shape is removed; they read its input (a broadcast operand of a fused group
+// stays in VMEM) instead of a full tensor written to HBM and read back. Autodiff makes these
+// (the gradient of a mean). fuseElementwise applies it first.
+ir::Graph readBroadcastsInPlace(const ir::Graph& graph);
+
+// XLA's producer duplication: an elementwise op with one streamed operand (the rest small,
+// such as a per-row mean) whose readers all compute per tile of its shape, one of them on the
+// way into a reduction, is copied ("<op>.recomputed") for each reader but
+// the first, just before it. Layer norm's x - mean is then computed inside the variance's
+// reduction and again inside the normalizing group instead of going to HBM in f32 and back
+// twice; batch norm's is recomputed from the convolution's output by its statistics, its
+// normalization and its gradient's reductions. fuseElementwise applies it first.
+ir::Graph recomputeReductionProducers(const ir::Graph& graph);
 
 // Per tensor: written and read only inside one fusion group (so it stays in VMEM).
 std::vector<bool> onChipOnly(const ir::Graph& graph);

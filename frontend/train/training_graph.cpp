@@ -171,7 +171,9 @@ class Backward {
         if (needs(a)) accumulate(a, m_graph.reshape(base, dy, m_graph.tensor(a).shape, grad));
         break;
       case OpType::kRelu:
-        if (needs(a)) accumulate(a, m_graph.reluGrad(base, dy, a));
+        // relu(x) > 0 exactly where x > 0: reading the output, the step keeps only it (as
+        // frameworks do) and the pre-activation stays inside its fused group.
+        if (needs(a)) accumulate(a, m_graph.reluGrad(base, dy, op.outputs[0]));
         break;
       case OpType::kUnary:
         if (needs(a)) accumulate(a, m_graph.unaryGrad(op.unary, base, dy, a, op.outputs[0], op.alpha, op.gamma));

@@ -179,11 +179,12 @@ TEST(PipelineRun, MixedBfloat16CastsEachWeightOnItsStageAndSendsHalfTheBytes) {
     EXPECT_EQ(2 * bf16.transfers[i].bytes, f32.transfers[i].bytes);
   }
   // What a micro-batch keeps for its backward is bf16 too (the weights' casts are the same
-  // for every micro-batch, held once, not counted): stage 0, s0, g0, s1, g1 of [8, 1024];
-  // stage 1, s2, g2, s3, g3, and h4 in f32 (the loss reads it cast back), and the 8 labels.
+  // for every micro-batch, held once, not counted): stage 0, s0, h1, s1, h2 of [8, 1024] (a
+  // ReLU's gradient reads its output); stage 1, s2, h3, s3, h4, in bf16 h4 also in f32 (the
+  // loss reads it cast back), and the 8 labels.
   EXPECT_EQ(f32.stages[0].activation_bytes, 4u * 32768);
   EXPECT_EQ(bf16.stages[0].activation_bytes, 4u * 16384);
-  EXPECT_EQ(f32.stages[1].activation_bytes, 5u * 32768 + 64);
+  EXPECT_EQ(f32.stages[1].activation_bytes, 4u * 32768 + 64);
   EXPECT_EQ(bf16.stages[1].activation_bytes, 4u * 16384 + 32768 + 64);
 }
 

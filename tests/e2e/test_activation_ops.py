@@ -24,7 +24,8 @@ def elu(x, alpha):
 
 
 # Each f16 element loaded or stored costs CONVERT ALU operations on the v4 vector unit, which
-# has no f16 ALU (vpu.f16_convert_ops, set by the test so that a refit preset does not move it).
+# has no f16 ALU (vpu.f16_unpack_ops and vpu.f16_pack_ops, set by the test so that a refit
+# preset does not move them).
 CONVERT = 12
 # name: (nodes, constants, VPU ops per element, closed form of the float32 input)
 CASES = {
@@ -60,8 +61,9 @@ def model(tmp_path, name):
 @pytest.mark.parametrize("name", list(CASES))
 def test_activation_simulates_with_its_vector_cost_and_closed_form(tpusim_bin, tmp_path, name):
     out = tmp_path / "out"
+    converts = ("--set", f"vpu.f16_unpack_ops={CONVERT}", "--set", f"vpu.f16_pack_ops={CONVERT}")
     result = subprocess.run([tpusim_bin, "run", str(model(tmp_path, name)), "--hw", "tpuv4", "--mode", "inference",
-                             "--out", str(out), "--functional", "--set", f"vpu.f16_convert_ops={CONVERT}"], capture_output=True, text=True, timeout=300)
+                             "--out", str(out), "--functional", *converts], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     report = json.loads((out / "report.json").read_text())
     element_ops = sum(unit["element_ops"] for unit in report["units"].values() if "element_ops" in unit)

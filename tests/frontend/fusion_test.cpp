@@ -96,8 +96,8 @@ TEST(Fusion, AnElementwiseOpOnlyAReductionReadsRunsInsideIt) {
     if (ins.has_vector()) reduce_ops = ins.vector().ops_per_element();
   }
   EXPECT_EQ(reduce_loads, 256ull * 1024 * 2);
-  // Per element: the square (1), the sum (1), and x converted from f16 (vpu.f16_convert_ops).
-  EXPECT_EQ(reduce_ops, 2 + static_cast<uint64_t>(oneCore().config().vpu().f16_convert_ops()));
+  // Per element: the square (1), the sum (1), and x converted from f16 (vpu.f16_unpack_ops).
+  EXPECT_EQ(reduce_ops, 2 + static_cast<uint64_t>(oneCore().config().vpu().f16_unpack_ops()));
 }
 
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
