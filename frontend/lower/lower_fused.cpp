@@ -14,6 +14,13 @@
 
 namespace tpusim::lowering {
 
+namespace {
+
+// A reduction that runs inside a group (it joins only by multi-output fusion).
+bool isReduction(ir::OpType type) { return type == ir::OpType::kReduce || type == ir::OpType::kReduceSumTo; }
+
+}  // namespace
+
 Lowerer::FusedFootprint Lowerer::fusedFootprint(const std::vector<const ir::Op*>& ops, int leader_out) const {
   FusedFootprint footprint;
   const ir::Shape& shape = m_graph.tensor(ops.front()->outputs[0]).shape;
@@ -62,6 +69,16 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
   };
   for (size_t index = 0; index < fused.ops.size(); ++index) {
     const ir::Op& op = *fused.ops[index];
+    if (isReduction(op.type)) {  // adds the tile of its input, made earlier in the group
+      const int input = op.inputs[0];
+      const auto found = here.find(input);
+      if (found == here.end()) throw Error(ErrorKind::kInternal, "fused reduction '" + op.name + "' reads no tile");
+      std::vector<uint32_t> tile_deps;
+      if (found->second.second != UINT32_MAX) tile_deps.push_back(found->second.second);
+      if (input == leader_out) tile_deps.insert(tile_deps.end(), leader_deps.begin(), leader_deps.end());
+      accumulateFusedTile(fused, index, part, part_size, whole_size, found->second.first, tile_deps, done);
+      continue;
+    }
     std::vector<uint32_t> reads, deps;
     uint64_t touched = 0;
     uint32_t converts = 0;  // ALU operations per element converting what is loaded or stored
@@ -122,12 +139,74 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
   return done;
 }
 
+void Lowerer::accumulateFusedTile(Fused& fused, size_t index, const std::string& part, uint64_t part_size,
+                                  uint64_t whole_size, uint32_t tile_buffer, const std::vector<uint32_t>& tile_deps,
+                                  std::vector<uint32_t>& done) {
+  const ir::Op& op = *fused.ops[index];
+  const ir::Tensor& in = m_graph.tensor(op.inputs[0]);
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  auto acc = fused.accumulators.find(index);
+  if (acc == fused.accumulators.end()) {
+    const uint32_t buffer = addVmem(op, fused.core, "acc", out.dtype, out.bytes());
+    acc = fused.accumulators.emplace(index, std::make_pair(buffer, UINT32_MAX)).first;
+  }
+  std::vector<uint32_t> deps = tile_deps;
+  if (acc->second.second != UINT32_MAX) deps.push_back(acc->second.second);
+  const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(in.shape)), part_size, whole_size);
+  const uint32_t added = vectorInstruction(op, part.empty() ? "acc.vpu" : part + ".acc.vpu", fused.core,
+                                           program::REDUCTION, elements, vectorOpsPerElement(op), out.dtype,
+                                           {tile_buffer, acc->second.first}, acc->second.first,
+                                           fractionOf(in.bytes(), part_size, whole_size) + out.bytes(), deps);
+  acc->second.second = added;
+  done.push_back(added);
+}
+
+void Lowerer::storeFusedPartials(const Fused& fused) {
+  for (const auto& [index, acc] : fused.accumulators) {
+    const ir::Op& op = *fused.ops[index];
+    const uint64_t bytes = m_graph.tensor(op.outputs[0]).bytes();
+    auto [partials, fresh] = m_fused_partials.try_emplace(op.outputs[0]);
+    if (fresh) {
+      // Room for every core's partial result, after the group's other reductions'.
+      partials->second.offset = m_fused_scratch_end;
+      m_fused_scratch_end += bytes * static_cast<uint64_t>(m_hw.chip().tensor_cores());
+    }
+    const uint64_t begin = partials->second.offset + bytes * partials->second.stores.size();
+    const uint32_t scratch = scratchBuffer(m_fused_scratch_end);
+    partials->second.stores.push_back(store(op, fused.core, "partial", scratch, {begin, begin + bytes},
+                                            HbmLayout::contiguous(begin, bytes), acc.first, {acc.second}));
+  }
+}
+
+std::vector<Lowerer::Access> Lowerer::combineFusedPartials(const ir::Op& op) {
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  const FusedPartials& partials = m_fused_partials.at(op.outputs[0]);
+  const uint64_t count = partials.stores.size();
+  const uint64_t bytes = out.bytes() * count;
+  const ByteRange gathered_range{partials.offset, partials.offset + bytes};
+  const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
+  const uint32_t loaded = load(op, 0, "partials", m_scratch, gathered_range,
+                               HbmLayout::contiguous(partials.offset, bytes), gathered, partials.stores);
+  uint32_t result = gathered;
+  uint32_t ready = loaded;
+  if (count > 1) {
+    result = addVmem(op, 0, "out", out.dtype, out.bytes());
+    ready = vectorInstruction(op, "combine.vpu", 0, program::ELEMENTWISE,
+                              static_cast<uint64_t>(ir::elementCount(out.shape)) * (count - 1), 1, out.dtype,
+                              {gathered}, result, bytes + out.bytes(), {loaded});
+  }
+  const ByteRange range = whole(op.outputs[0]);
+  return {{range, storeOutput(op, 0, "", range, out.bytes(), result, {ready})}};
+}
+
 void Lowerer::finishFused(const Fused& fused, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes) {
   for (size_t index = 0; index < fused.ops.size(); ++index) {
     const ir::Op& op = *fused.ops[index];
     recordLowering(op, tiling, tiles, vmem_bytes);
-    finish(op, fused.stores[index]);
+    finish(op, isReduction(op.type) ? combineFusedPartials(op) : fused.stores[index]);
   }
+  m_fused_partials.clear();
+  m_fused_scratch_end = 0;
 }
 
 void Lowerer::lowerFusedVector(const std::vector<const ir::Op*>& ops) {
@@ -160,6 +239,7 @@ void Lowerer::lowerFusedVector(const std::vector<const ir::Op*>& ops) {
                     UINT32_MAX, {});
       ++tiles;
     }
+    storeFusedPartials(fused);
     for (size_t i = 0; i < ops.size(); ++i)
       stores[i].insert(stores[i].end(), fused.stores[i].begin(), fused.stores[i].end());
   }

@@ -267,6 +267,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   };
   const auto finishFusedCore = [&]() {
     if (!fused) return;
+    storeFusedPartials(*fused);
     for (size_t i = 0; i < fused->stores.size(); ++i) {
       auto& into = (*job.epilogue_stores)[i];
       into.insert(into.end(), fused->stores[i].begin(), fused->stores[i].end());

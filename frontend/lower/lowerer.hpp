@@ -152,6 +152,9 @@ class Lowerer {
     std::map<int, std::array<uint32_t, 2>> slots;           // tiled tensor -> two VMEM buffers
     std::vector<std::vector<Access>> stores;                // per op
     std::vector<std::vector<uint32_t>> done;                // per tile
+    // Per reduction in the group (by op index): its accumulator on this core, and the
+    // instruction that last added a tile into it.
+    std::map<size_t, std::pair<uint32_t, uint32_t>> accumulators;
   };
   struct FusedFootprint {
     double bytes_per_element = 0;  // of the group's output shape: tiles of inputs and outputs held in VMEM
@@ -168,6 +171,20 @@ class Lowerer {
                                       const std::function<HbmLayout(int)>& layout, int leader_out,
                                       uint32_t leader_buffer, const std::vector<uint32_t>& leader_deps);
   void finishFused(const Fused& fused, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
+  // A reduction run inside a group (multi-output fusion, frontend/passes/fusion.cpp): one tile
+  // added into its accumulator; at the end of a core, the accumulator stored to scratch HBM;
+  // at the end of the group, core 0 adds the cores' partial results up and stores them.
+  void accumulateFusedTile(Fused& fused, size_t index, const std::string& part, uint64_t part_size,
+                           uint64_t whole_size, uint32_t tile_buffer, const std::vector<uint32_t>& tile_deps,
+                           std::vector<uint32_t>& done);
+  void storeFusedPartials(const Fused& fused);
+  std::vector<Access> combineFusedPartials(const ir::Op& op);
+  struct FusedPartials {
+    uint64_t offset = 0;               // of core 0's partial result in scratch HBM
+    std::vector<uint32_t> stores;      // per core
+  };
+  std::map<int, FusedPartials> m_fused_partials;  // per reduction output, while its group lowers
+  uint64_t m_fused_scratch_end = 0;              // scratch bytes the current group's partials take
   void lowerFusedVector(const std::vector<const ir::Op*>& ops);
 
   // ---- lower_gemm.cpp

@@ -1,6 +1,7 @@
 #include "frontend/passes/fusion.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "frontend/passes/placement.hpp"
 #include "frontend/train/graph_transforms.hpp"
@@ -203,7 +204,8 @@ ir::Graph recomputeReductionProducers(const ir::Graph& graph) {
       const int made = reader.outputs[0];
       if (firstReducedAxis(graph, reader) >= 0) {
         feeds_reduction = feeds_reduction || reader.inputs[0] == out;
-      } else if (computableInline(graph, reader) && graph.tensor(made).shape == shape) {
+      } else if (isFusibleElementwise(reader.type) && reader.type != OpType::kCast &&
+                 graph.tensor(made).alias_of < 0 && graph.tensor(made).shape == shape) {
         feeds_reduction = feeds_reduction || axis[static_cast<size_t>(made)] >= 0;
       } else {
         all_inline = false;
@@ -379,6 +381,60 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
     const int leader = group[i] >= 0 ? group[i] : static_cast<int>(i);
     if (group[i] >= 0) absorbProducerGroups(static_cast<size_t>(leader), i, last_reader);
     for (int input : op.inputs) last_reader[static_cast<size_t>(input)] = leader;
+  }
+  // Multi-output fusion: a reduction over the leading axis (batch norm's statistics and its
+  // gradient's sums) whose input, or whose prologue chain's input, a group computes runs in
+  // that group: each tile the group computes is added into the reduction's accumulator. It
+  // and its chain move to the group's anchor, so what else they read must exist by then and
+  // stay unchanged until they ran (nothing the group itself makes, as it is complete only
+  // after the last tile).
+  for (size_t r = 0; r < count; ++r) {
+    const ir::Op& reduction = ops[r];
+    if (group[r] >= 0 || firstReducedAxis(graph, reduction) != 0) continue;
+    std::vector<size_t> chain;  // the prologue ops, inputs first
+    std::vector<int> leaves;
+    const std::function<void(int)> collect = [&](int tensor) {
+      const int from = producer[static_cast<size_t>(tensor)];
+      if (from >= 0 && prologues[static_cast<size_t>(tensor)]) {
+        if (std::find(chain.begin(), chain.end(), static_cast<size_t>(from)) != chain.end()) return;
+        for (int input : ops[static_cast<size_t>(from)].inputs) collect(input);
+        chain.push_back(static_cast<size_t>(from));
+      } else if (std::find(leaves.begin(), leaves.end(), tensor) == leaves.end()) {
+        leaves.push_back(tensor);
+      }
+    };
+    collect(reduction.inputs[0]);
+    const ir::Shape& shape = graph.tensor(reduction.inputs[0]).shape;
+    // The group that makes a streamed leaf (an MXU op or elementwise op alone leads a new one).
+    int leader = -1;
+    for (int leaf : leaves) {
+      const int from = producer[static_cast<size_t>(leaf)];
+      if (from < 0 || graph.tensor(leaf).shape != shape || operand_casts[static_cast<size_t>(leaf)] >= 0) continue;
+      const auto made = static_cast<size_t>(from);
+      const size_t lead = group[made] >= 0 ? static_cast<size_t>(group[made]) : made;
+      if (!isMxuOp(ops[lead].type) && !isFusibleElementwise(ops[lead].type)) continue;
+      if (graph.tensor(ops[lead].outputs[0]).shape != shape || graph.tensor(ops[lead].outputs[0]).alias_of >= 0) continue;
+      if (isRecomputation(ops[lead].name) != isRecomputation(reduction.name)) continue;
+      leader = std::max(leader, static_cast<int>(lead));
+    }
+    if (leader < 0) continue;
+    const auto lead = static_cast<size_t>(leader);
+    if (std::max<size_t>(size[lead], 1) + chain.size() + 1 > kMaxFusedOps) continue;
+    const size_t at = anchor[lead];
+    const bool ready = std::all_of(leaves.begin(), leaves.end(), [&](int leaf) {
+      const int from = producer[static_cast<size_t>(leaf)];
+      const bool from_group = from >= 0 && inGroup(static_cast<size_t>(from), lead);
+      if (from_group) return graph.tensor(leaf).shape == shape;  // a tile of the group's own
+      return (from < 0 || static_cast<size_t>(from) < at) && !updatedBetween(leaf, at, r);
+    });
+    if (!ready) continue;
+    if (size[lead] == 0) {
+      group[lead] = static_cast<int>(lead);
+      size[lead] = 1;
+    }
+    for (size_t c : chain) group[c] = static_cast<int>(lead);
+    group[r] = static_cast<int>(lead);
+    size[lead] += chain.size() + 1;
   }
   // Each group's ops run together at its anchor, the leader first.
   std::vector<size_t> order;

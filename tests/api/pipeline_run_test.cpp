@@ -304,11 +304,11 @@ TEST(PipelineRun, BadInputsAreOneLineErrors) {
   EXPECT_EQ(errorOf(pipelineRequest(model, 2, 2, "zero_bubble"), ErrorKind::kInvalidConfig),
             "unknown pipeline schedule 'zero_bubble' (choose gpipe or 1f1b)");
   RunRequest tight = pipelineRequest(model, 2, 8, "gpipe");
-  // 34,359,738 bytes: each stage's one-micro-batch plan fits (33,779,712 bytes for stage 0), eight
+  // 34,359,738 bytes: each stage's one-micro-batch plan fits (33,759,232 bytes for stage 0), eight
   // micro-batches of 262,144 activation bytes do not.
   tight.overrides.push_back({"hbm.capacity_gib", "0.032"});
   const std::string message = errorOf(tight, ErrorKind::kResource);
-  EXPECT_EQ(message, "pipeline stage 0 needs 35614720 bytes of HBM (33779712 for one micro-batch + 7 more in flight x "
+  EXPECT_EQ(message, "pipeline stage 0 needs 35594240 bytes of HBM (33759232 for one micro-batch + 7 more in flight x "
                      "262144 activation bytes) but tpuv4 has 34359738");
 }
 

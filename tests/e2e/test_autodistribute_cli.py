@@ -122,8 +122,8 @@ def test_pipeline_plans_are_ranked_by_their_step_and_say_their_bubble(tpusim_bin
     for plan in pipelines:
         assert plan["rank"] > 0 and plan["batch_per_replica"] == 96 and plan["plan"]["dp"] == 1
         assert 0 < plan["pipeline_bubble"] < 1
-        if plan["status"] == "slower":
-            assert plan["reason"].endswith(", bubble %d%%)" % round(100 * plan["pipeline_bubble"]))
+        if plan["status"] == "slower":  # "slower: ... (47.8 us, bubble 62%)", and where it ties: ", after it ..."
+            assert ", bubble %d%%)" % round(100 * plan["pipeline_bubble"]) in plan["reason"]
     data_parallel = [p for p in plans if p["plan"]["pp"] == 1 and p["plan"]["tp"] == 1]
     assert len(data_parallel) == 2
     for plan in data_parallel:

@@ -27,10 +27,12 @@ def test_ir_after_each_pass_matches_its_golden(tpusim_bin, tmp_path, name):
 def test_fused_product_stays_in_vmem(tpusim_bin, tmp_path):
     result = run(tpusim_bin, "compile", str(ROOT / "traces" / "mlp.onnx"), "--batch", "4", "-o",
                  str(tmp_path / "mlp.tpuprog"), "--print-ir-after", "memory_plan")
-    # The first matmul's product is read only by its fused bias add: it never goes to HBM,
-    # while the biased sum, which the ReLU's gradient reads later, does.
+    # The first matmul's product is read only by its fused bias add, the biased sum only by
+    # the fused ReLU: neither goes to HBM, while the ReLU's output, which the next matmul and
+    # the ReLU's gradient read, does.
     assert "/0/Gemm:out: in VMEM only" in result.stderr
-    assert "/0/Gemm_output_0: +" in result.stderr
+    assert "/0/Gemm_output_0: in VMEM only" in result.stderr
+    assert "/1/Relu_output_0: +" in result.stderr
 
 
 def test_compile_reports_time_per_stage(tpusim_bin, tmp_path):

@@ -135,7 +135,7 @@ BAD = [
      "unknown pipeline schedule 'interleaved' (choose gpipe or 1f1b)"),
     (["--topology", "3x1x1", "--pp", "3", "--micro-batches", "8", "--batch", "256", "--pipeline-schedule",
       "gpipe", "--set", "hbm.capacity_gib=0.0037"], 5,
-     "pipeline stage 0 needs 4608000 bytes of HBM (3446784 for one micro-batch + 7 more in flight x 165888 activation "
+     "pipeline stage 0 needs 4612096 bytes of HBM (3450880 for one micro-batch + 7 more in flight x 165888 activation "
      "bytes) but tpuv4 has 3972844"),
     (["--topology", "3x1x1", "--pp", "3", "--mode", "inference"], 2, "--pp 3 pipelines a training step"),
     (["--topology", "3x1x1", "--pp", "3", "--precision", "int8"], 4,

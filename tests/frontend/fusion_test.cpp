@@ -100,6 +100,95 @@ TEST(Fusion, AnElementwiseOpOnlyAReductionReadsRunsInsideIt) {
   EXPECT_EQ(reduce_ops, 2 + static_cast<uint64_t>(oneCore().config().vpu().f16_unpack_ops()));
 }
 
+// Layer norm as the ONNX importer writes it, over x f16 [rows, width] cast to f32.
+ir::Graph layerNorm(int64_t rows, int64_t width) {
+  ir::Graph g;
+  const int x = g.addInput("x", {rows, width}, DType::kF16, ir::TensorRole::kInput);
+  const int eps = g.addConstant("eps", {}, DType::kF32);
+  const int wide = g.cast("wide", x, DType::kF32);
+  const int mean = g.reduce("mean", wide, ir::Reduction::kMean, {1}, true);
+  const int centered = g.binary(ir::OpType::kSub, "centered", wide, mean);
+  const int squares = g.binary(ir::OpType::kMul, "squares", centered, centered);
+  const int variance = g.reduce("variance", squares, ir::Reduction::kMean, {1}, true);
+  const int stddev = g.unary(ir::UnaryKind::kSqrt, "stddev", g.add("var_eps", variance, eps));
+  const int inv = g.unary(ir::UnaryKind::kReciprocal, "inv", stddev);
+  g.markOutput(g.binary(ir::OpType::kMul, "normalized", centered, inv));
+  return g;
+}
+
+TEST(Fusion, LayerNormRecomputesXMinusMeanInsteadOfStoringIt) {
+  // x - mean is copied for the normalizing Mul; the original runs inside the variance's
+  // reduction with the squares. Each of the three passes (mean, variance, normalize) loads
+  // x's f16 once; only the output (and the [rows, 1] statistics) are stored.
+  const int64_t rows = 256, width = 1024;
+  const ir::Graph fused = fuseElementwise(layerNorm(rows, width));
+  std::map<std::string, const ir::Op*> by_name;
+  for (const ir::Op& op : fused.ops()) by_name[op.name] = &op;
+  ASSERT_TRUE(by_name.count("centered.recomputed"));
+  EXPECT_EQ(by_name["normalized"]->fusion_group, by_name["centered.recomputed"]->fusion_group);
+  const std::vector<bool> prologues = reductionPrologues(fused);
+  EXPECT_TRUE(prologues[static_cast<size_t>(by_name["centered"]->outputs[0])]);
+  EXPECT_TRUE(prologues[static_cast<size_t>(by_name["squares"]->outputs[0])]);
+  const program::Program program = compileGraph(layerNorm(rows, width), oneCore(), LowerOptions{"t", "inference", 1}).program;
+  const DmaBytes moved = dmaBytes(program);
+  const uint64_t x = rows * width * 2, y = rows * width * 4, stats = rows * 4;
+  // Loads: x three times, the mean (by the variance and the normalizing group), the
+  // inverse (by the group) and epsilon's scalar. Stores: the mean, the variance, the
+  // inverse, the output.
+  EXPECT_EQ(moved.loaded, 3 * x + 2 * stats + stats + stats + 4);
+  EXPECT_EQ(moved.stored, y + 3 * stats);
+}
+
+TEST(Fusion, ABroadcastOperandIsReadWhereItIs) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 32}, DType::kF32, ir::TensorRole::kInput);
+  const int s = g.addInput("s", {1, 32}, DType::kF32, ir::TensorRole::kInput);
+  const int wide = g.broadcastTo("wide", s, {64, 32});
+  g.markOutput(g.binary(ir::OpType::kMul, "scaled", x, wide));
+  const ir::Graph fused = fuseElementwise(g);
+  ASSERT_EQ(fused.ops().size(), 1u);
+  EXPECT_EQ(fused.ops()[0].inputs, (std::vector<int>{x, s}));
+  // A BroadcastTo read by an op with no other full operand stays (its output keeps the shape).
+  ir::Graph alone;
+  const int t = alone.addInput("t", {1, 32}, DType::kF32, ir::TensorRole::kInput);
+  alone.markOutput(alone.relu("r", alone.broadcastTo("b", t, {64, 32})));
+  EXPECT_EQ(fuseElementwise(alone).ops().size(), 2u);
+}
+
+TEST(Fusion, AnOpJoiningAGroupTakesTheLoneProducerOfItsOtherOperand) {
+  ir::Graph g;
+  const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int y = g.addInput("y", {64, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int s = g.addInput("s", {1, 64}, DType::kF32, ir::TensorRole::kInput);
+  const int a = g.relu("a", x);
+  const int q = g.binary(ir::OpType::kMul, "q", y, s);  // leads nothing: no producer, no sibling
+  g.markOutput(g.add("sum", a, q));                     // joins a's group, and takes q along
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) {
+    ASSERT_GE(op.fusion_group, 0) << op.name;
+    EXPECT_EQ(fused.ops()[static_cast<size_t>(op.fusion_group)].name, "a") << op.name;
+  }
+  EXPECT_TRUE(onChipOnly(fused)[static_cast<size_t>(q)]);  // q never goes to HBM
+}
+
+TEST(Fusion, AReductionOverTheLeadingAxisRunsInTheGroupThatComputesItsInput) {
+  // y = relu(x), x [4096, 256], and its column sums: one pass; x is loaded once, y stored
+  // once, and each core's partial sums go through scratch to core 0, which adds them.
+  ir::Graph g;
+  const int x = g.addInput("x", {4096, 256}, DType::kF32, ir::TensorRole::kInput);
+  const int y = g.relu("y", x);
+  g.markOutput(y);
+  g.markOutput(g.reduce("sums", y, ir::Reduction::kSum, {0}, false));
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) EXPECT_EQ(op.fusion_group, 0) << op.name;
+  HardwareParams hw = HardwareParams::load("tpuv4");
+  const auto cores = static_cast<uint64_t>(hw.config().chip().tensor_cores());
+  const DmaBytes moved = dmaBytes(compileGraph(g, hw, LowerOptions{"t", "inference", 1}).program);
+  const uint64_t tensor = 4096ull * 256 * 4, sums = 256 * 4;
+  EXPECT_EQ(moved.loaded, tensor + cores * sums);
+  EXPECT_EQ(moved.stored, tensor + cores * sums + sums);
+}
+
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
