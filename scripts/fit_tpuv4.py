@@ -26,7 +26,8 @@ BINARY = pathlib.Path(os.environ.get("TPUSIM_BUILD_DIR", ROOT / "build")) / "tpu
 GRID = {
     "core.kernel_launch_cycles": [400, 500, 588, 650, 750],
     "hbm.latency_ns": [100, 150, 200, 250],
-    "vpu.f16_convert_ops": [10, 11, 12, 13, 14],
+    "vpu.f16_unpack_ops": [5, 6, 7, 8, 9, 10],
+    "vpu.f16_pack_ops": [10, 12, 14, 16, 18, 20],
     "vpu.f16_to_bf16_ops": [1, 2, 3, 4, 6],
     "vpu.cross_lane_ops": [12, 14, 16, 18, 20],
 }

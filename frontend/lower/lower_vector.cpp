@@ -99,6 +99,15 @@ bool oneRowFits(const VectorPlan& plan, uint64_t out_bytes, const std::vector<bo
 
 }  // namespace
 
+bool Lowerer::inConvolutionLayout(int tensor) const {
+  // Through the elementwise ops after it (batch norm, ReLU) to the convolution that made it.
+  for (const ir::Op* op = m_graph.producer(tensor); op != nullptr; op = m_graph.producer(op->inputs[0])) {
+    if (op->type == OpType::kConv || op->type == OpType::kConvGradInput) return true;
+    if (!ir::isElementwise(op->type) || op->inputs.empty()) return false;
+  }
+  return false;
+}
+
 void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const ir::Tensor& first = m_graph.tensor(op.inputs[0]);
@@ -126,6 +135,10 @@ void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
   uint64_t lane_moves = 0;
   const auto crossesLanes = [&](const ir::PoolGeometry& pool) -> uint64_t {
     if (pool.kernel.empty() || (pool.kernel.back() <= 1 && pool.strides.back() <= 1)) return 0;
+    // In a convolution's layout the channels are the lanes: the window moves nothing across them.
+    if (std::any_of(op.inputs.begin(), op.inputs.end(), [&](int input) { return inConvolutionLayout(input); })) {
+      return 0;
+    }
     const auto lanes = static_cast<int64_t>(m_hw.vpu().lanes());
     const int64_t minor = out.shape.empty() ? 1 : out.shape.back();
     return minor % lanes == 0 ? 2 : 3;

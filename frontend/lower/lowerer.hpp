@@ -219,6 +219,10 @@ class Lowerer {
   // ---- lower_vector.cpp
   // `extra_ops`: ALU operations per element of a reduction prologue computed in the op.
   void lowerVector(const ir::Op& op, uint32_t extra_ops = 0);
+  // Whether `tensor` is in a convolution's layout, XLA's for TPU: the feature dimension minor
+  // (on the lanes), the spatial ones major. A tensor a convolution makes, or an elementwise op
+  // of one, is; a graph input in NCHW is not.
+  bool inConvolutionLayout(int tensor) const;
   void lowerAccumulating(const ir::Op& op, int main_input, uint64_t rows, uint64_t elements, uint32_t ops_per_element);
   void lowerGather(const ir::Op& op);
   void lowerGatherGrad(const ir::Op& op);
