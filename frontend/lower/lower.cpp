@@ -149,6 +149,7 @@ Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::H
       m_cast_source(operandCastSources(graph)),
       m_op_writing(graph.tensors().size(), 0),
       m_prologue(reductionPrologues(graph)),
+      m_operand_prologue(operandPrologues(graph)),
       m_last_load(static_cast<size_t>(hw.chip().tensor_cores()), kNone) {}
 
 void Lowerer::run() {
@@ -425,6 +426,11 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
     return recordLowering(op, "fused into the ops that read it", 0, 0);
   }
+  // An elementwise op the MXU ops that read it compute on their operand tiles (operandPrologues).
+  if (m_operand_prologue[static_cast<size_t>(op.outputs[0])] >= 0) {
+    m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
+    return recordLowering(op, "fused into the MXU ops that read it", 0, 0);
+  }
   // An elementwise op run inside the reduction that reads it (reductionPrologues).
   if (m_prologue[static_cast<size_t>(op.outputs[0])]) {
     m_on_chip[static_cast<size_t>(op.outputs[0])] = true;
@@ -453,7 +459,8 @@ void Lowerer::lowerOp(const ir::Op& op, const std::vector<const ir::Op*>& fused)
     case ir::Unit::kVpu:
     case ir::Unit::kUnplaced: {
       if (op.type == OpType::kGatherGrad) return lowerGatherGrad(op);
-      if ((op.type == OpType::kReduce || op.type == OpType::kReduceSumTo) && m_prologue[static_cast<size_t>(op.inputs[0])]) {
+      if ((op.type == OpType::kReduce || op.type == OpType::kReduceSumTo) &&
+          m_prologue[static_cast<size_t>(op.inputs[0])]) {
         // The reduction loads its prologue's inputs (each once) and computes it per tile.
         ir::Op fused_reduce = reading;
         fused_reduce.inputs.clear();

@@ -17,7 +17,9 @@ namespace tpusim::lowering {
 namespace {
 
 // A reduction that runs inside a group (it joins only by multi-output fusion).
-bool isReduction(ir::OpType type) { return type == ir::OpType::kReduce || type == ir::OpType::kReduceSumTo; }
+bool isReduction(ir::OpType type) {
+  return type == ir::OpType::kReduce || type == ir::OpType::kReduceSumTo;
+}
 
 }  // namespace
 
@@ -123,9 +125,9 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
     const bool leaves_chip = !m_on_chip[static_cast<size_t>(output)];
     if (leaves_chip) converts += packOps(out.dtype);
-    const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE,
-                                           elements, vectorOpsPerElement(op) + converts, out.dtype, reads,
-                                           out_buffer, touched + out_bytes, deps);
+    const uint32_t vpu =
+        vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE, elements,
+                          vectorOpsPerElement(op) + converts, out.dtype, reads, out_buffer, touched + out_bytes, deps);
     here[output] = {out_buffer, vpu};
     done.push_back(vpu);
     if (leaves_chip) {
@@ -153,10 +155,10 @@ void Lowerer::accumulateFusedTile(Fused& fused, size_t index, const std::string&
   std::vector<uint32_t> deps = tile_deps;
   if (acc->second.second != UINT32_MAX) deps.push_back(acc->second.second);
   const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(in.shape)), part_size, whole_size);
-  const uint32_t added = vectorInstruction(op, part.empty() ? "acc.vpu" : part + ".acc.vpu", fused.core,
-                                           program::REDUCTION, elements, vectorOpsPerElement(op), out.dtype,
-                                           {tile_buffer, acc->second.first}, acc->second.first,
-                                           fractionOf(in.bytes(), part_size, whole_size) + out.bytes(), deps);
+  const uint32_t added =
+      vectorInstruction(op, part.empty() ? "acc.vpu" : part + ".acc.vpu", fused.core, program::REDUCTION, elements,
+                        vectorOpsPerElement(op), out.dtype, {tile_buffer, acc->second.first}, acc->second.first,
+                        fractionOf(in.bytes(), part_size, whole_size) + out.bytes(), deps);
   acc->second.second = added;
   done.push_back(added);
 }
@@ -225,8 +227,8 @@ void Lowerer::lowerFusedVector(const std::vector<const ir::Op*>& ops) {
     fused.core = core;
     fused.shape = out.shape;
     fused.stores.resize(ops.size());
-    tile_rows =
-        rowsPerTile(shares[core].size(), row_size, footprint.resident, vmemBytes(), "fused op '" + leader.name + "'", streamTileBytes());
+    tile_rows = rowsPerTile(shares[core].size(), row_size, footprint.resident, vmemBytes(),
+                            "fused op '" + leader.name + "'", streamTileBytes());
     const std::vector<Span> core_tiles = tilesOf(shares[core], tile_rows);
     for (size_t t = 0; t < core_tiles.size(); ++t) {
       const Span span = core_tiles[t];

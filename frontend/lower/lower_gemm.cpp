@@ -1,9 +1,11 @@
 // MXU work: matmuls and convolutions as GEMMs, blocked to fit VMEM (tiling.hpp).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "frontend/lower/lowerer.hpp"
 #include "frontend/lower/tiling.hpp"
+#include "frontend/lower/vector_costs.hpp"
 #include "sim/common/error.hpp"
 #include "sim/mxu/array_config.hpp"
 
@@ -64,6 +66,9 @@ struct Lowerer::GemmOperand {
   // (Convolution operands are images, whose patches the GEMM never builds.)
   bool matrix = false;
   bool transposed = false;
+  // The output of an elementwise op fused into the loads (operandPrologues), whose streamed
+  // operand `tensor` is: each tile is computed on the vector unit as it lands; -1 if none.
+  int prologue = -1;
 };
 
 // One core's share of the op: `items` independent out[m, n] = lhs[m, k] x rhs[k, n].
@@ -126,12 +131,33 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   // A tile of a cast's input (the cast fused into this op) is converted to the op's type first.
   const uint32_t to_mxu = job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
   const uint32_t out_convert = packOps(job.output_dtype);
-  const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part, int tensor) {
-    const DType stored = m_graph.tensor(tensor).dtype;
-    const uint32_t ops = to_mxu + (stored != job.input_dtype ? packOps(job.input_dtype) : 0);
+  // A fused operand prologue reads its small operands from VMEM, each loaded once per core.
+  std::map<int, std::pair<uint32_t, uint32_t>> held;  // tensor -> VMEM buffer, its load
+  const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part,
+                             const GemmOperand& operand) {
+    const DType stored = m_graph.tensor(operand.tensor).dtype;
+    uint32_t ops = to_mxu + (stored != job.input_dtype ? packOps(job.input_dtype) : 0);
+    std::vector<uint32_t> reads = {buffer}, deps = {load};
+    if (operand.prologue >= 0) {
+      const ir::Op& fused_op = m_graph.ops()[m_op_writing[static_cast<size_t>(operand.prologue)]];
+      ops += vectorOpsPerElement(fused_op);
+      for (int input : fused_op.inputs) {
+        if (input == operand.tensor) continue;
+        auto kept = held.find(input);
+        if (kept == held.end()) {
+          const ir::Tensor& small = m_graph.tensor(input);
+          const uint32_t vmem = addVmem(op, core, small.name, small.dtype, small.bytes());
+          kept = held.emplace(input, std::make_pair(vmem, loadTensor(op, core, small.name, input, whole(input),
+                                                                     small.bytes(), vmem, {})))
+                     .first;
+        }
+        reads.push_back(kept->second.first);
+        deps.push_back(kept->second.second);
+      }
+    }
     if (ops == 0) return load;
-    return vectorInstruction(op, part + ".convert", core, program::ELEMENTWISE, bytes / dtypeBytes(stored), ops,
-                             job.input_dtype, {buffer}, buffer, bytes, {load});
+    return vectorInstruction(op, part + (operand.prologue >= 0 ? ".fused" : ".convert"), core, program::ELEMENTWISE,
+                             bytes / dtypeBytes(stored), ops, job.input_dtype, reads, buffer, bytes, deps);
   };
 
   // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
@@ -312,7 +338,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
       shared[side] = addVmem(op, core, side == 0 ? "lhs" : "rhs", job.input_dtype, bytes);
       shared_loads.push_back(converted(loadTensor(op, core, side == 0 ? "lhs" : "rhs", operand.tensor,
                                                   whole(operand.tensor), bytes, shared[side], {}),
-                                       shared[side], bytes, side == 0 ? "lhs" : "rhs", operand.tensor));
+                                       shared[side], bytes, side == 0 ? "lhs" : "rhs", operand));
     }
     uint32_t slots[3][2];
     for (int s = 0; s < 2; ++s) {
@@ -336,11 +362,10 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
         buffer->set_bytes(std::max(buffer->bytes(), bytes));
         reads[side] = slots[side][slot];
         const std::string part = std::string(side == 0 ? "lhs" : "rhs") + numbered(".g", t);
-        loads.push_back(converted(loadTensor(op, core, part, operand.tensor,
-                                             rangeOf(operand, items, {0, rows}, {0, cols}),
-                                             layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot],
-                                             last(computes, 2)),
-                                  slots[side][slot], bytes, part, operand.tensor));
+        loads.push_back(
+            converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, {0, rows}, {0, cols}),
+                                 layoutOf(operand, items, {0, rows}, {0, cols}), slots[side][slot], last(computes, 2)),
+                      slots[side][slot], bytes, part, operand));
       }
       std::vector<uint32_t> deps = loads;
       const std::vector<uint32_t> drained = last(drains, 2);
@@ -382,7 +407,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     grow(buffer, bytes);
     return converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
                                 layoutOf(operand, items, rows, cols), buffer, std::move(deps)),
-                     buffer, bytes, part, operand.tensor);
+                     buffer, bytes, part, operand);
   };
   const auto storePart = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t buffer,
                              const std::vector<uint32_t>& deps) {
@@ -445,7 +470,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
           const std::string part = (side == 1 ? "rhs." : "lhs.") + block_part;
           resident = converted(loadTensor(op, core, part, operand.tensor, rangeOf(operand, items, rows, cols),
                                           layoutOf(operand, items, rows, cols), resident_buffer, block_readers),
-                               resident_buffer, bytes, part, operand.tensor);
+                               resident_buffer, bytes, part, operand);
           block_readers.clear();
         }
         const uint32_t out_slot = slots[2][drains.size() % 2];
@@ -521,6 +546,11 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     operand.matrix = true;
     operand.transposed = transposed;
   };
+  // Elementwise ops fused into the operands' loads (operandPrologues).
+  const auto prologues = [&] {
+    if (m_operand_prologue[static_cast<size_t>(op.inputs[0])] >= 0) job.lhs.prologue = op.inputs[0];
+    if (m_operand_prologue[static_cast<size_t>(op.inputs[1])] >= 0) job.rhs.prologue = op.inputs[1];
+  };
   std::vector<Access> stores;
   uint64_t tiles = 0, vmem = 0;
   std::string tiling;
@@ -535,6 +565,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     asMatrix(job.lhs, op.transpose_a);
     asMatrix(job.rhs, op.transpose_b);
     asMatrix(job.out, false);
+    prologues();
     job.items = {0, 1};
     const std::vector<Span> rows = splitEvenly({0, job.m_total}, cores);
     for (uint32_t core = 0; core < rows.size(); ++core) {
@@ -553,6 +584,7 @@ void Lowerer::lowerMatMul(const ir::Op& op, const std::vector<const ir::Op*>& ep
     if (!a_batched || batchOf(a.shape) == batch) asMatrix(job.lhs, op.transpose_a);
     if (!b_batched || batchOf(b.shape) == batch) asMatrix(job.rhs, op.transpose_b);
     asMatrix(job.out, false);
+    prologues();
     const std::vector<Span> items = splitEvenly({0, batch}, cores);
     for (uint32_t core = 0; core < items.size(); ++core) {
       job.items = items[core];
@@ -601,8 +633,10 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   const bool grouped = g > 1;
   const auto along = [&](int tensor, Axis axis, uint64_t extent, uint64_t granule) {
     const int source = loadedTensor(tensor);
-    return grouped ? GemmOperand{source, m_graph.tensor(source).bytes(), true, Axis::kWhole, 1, 1}
-                   : GemmOperand{source, m_graph.tensor(source).bytes(), true, axis, extent, granule};
+    GemmOperand operand = grouped ? GemmOperand{source, m_graph.tensor(source).bytes(), true, Axis::kWhole, 1, 1}
+                                  : GemmOperand{source, m_graph.tensor(source).bytes(), true, axis, extent, granule};
+    if (m_operand_prologue[static_cast<size_t>(tensor)] >= 0) operand.prologue = tensor;
+    return operand;
   };
   switch (op.type) {
     case OpType::kConv:

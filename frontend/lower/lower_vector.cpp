@@ -220,7 +220,8 @@ void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
       // broadcast operand still held is re-read by each tile instead, and the rows shorten.
       std::vector<size_t> by_size(op.inputs.size());
       for (size_t i = 0; i < by_size.size(); ++i) by_size[i] = i;
-      std::stable_sort(by_size.begin(), by_size.end(), [&](size_t a, size_t b) { return plan.bytes[a] > plan.bytes[b]; });
+      std::stable_sort(by_size.begin(), by_size.end(),
+                       [&](size_t a, size_t b) { return plan.bytes[a] > plan.bytes[b]; });
       for (size_t i : by_size) {
         if (oneRowFits(plan, out.bytes(), restreamed, vmemBytes())) break;
         if (restreamed[i] || m_graph.tensor(op.inputs[i]).shape == out.shape) continue;
@@ -232,7 +233,8 @@ void Lowerer::lowerVector(const ir::Op& op, uint32_t extra_ops) {
         if (!restreamed[i] || plan.movement[i] != Movement::kWhole) continue;
         // Each output element reads its operand element: the loads total out's element count.
         plan.movement[i] = Movement::kStrided;
-        plan.bytes[i] = static_cast<uint64_t>(ir::elementCount(out.shape)) * dtypeBytes(m_graph.tensor(op.inputs[i]).dtype);
+        plan.bytes[i] =
+            static_cast<uint64_t>(ir::elementCount(out.shape)) * dtypeBytes(m_graph.tensor(op.inputs[i]).dtype);
       }
       break;
     }

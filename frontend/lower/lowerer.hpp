@@ -174,17 +174,16 @@ class Lowerer {
   // A reduction run inside a group (multi-output fusion, frontend/passes/fusion.cpp): one tile
   // added into its accumulator; at the end of a core, the accumulator stored to scratch HBM;
   // at the end of the group, core 0 adds the cores' partial results up and stores them.
-  void accumulateFusedTile(Fused& fused, size_t index, const std::string& part, uint64_t part_size,
-                           uint64_t whole_size, uint32_t tile_buffer, const std::vector<uint32_t>& tile_deps,
-                           std::vector<uint32_t>& done);
+  void accumulateFusedTile(Fused& fused, size_t index, const std::string& part, uint64_t part_size, uint64_t whole_size,
+                           uint32_t tile_buffer, const std::vector<uint32_t>& tile_deps, std::vector<uint32_t>& done);
   void storeFusedPartials(const Fused& fused);
   std::vector<Access> combineFusedPartials(const ir::Op& op);
   struct FusedPartials {
-    uint64_t offset = 0;               // of core 0's partial result in scratch HBM
-    std::vector<uint32_t> stores;      // per core
+    uint64_t offset = 0;           // of core 0's partial result in scratch HBM
+    std::vector<uint32_t> stores;  // per core
   };
   std::map<int, FusedPartials> m_fused_partials;  // per reduction output, while its group lowers
-  uint64_t m_fused_scratch_end = 0;              // scratch bytes the current group's partials take
+  uint64_t m_fused_scratch_end = 0;               // scratch bytes the current group's partials take
   void lowerFusedVector(const std::vector<const ir::Op*>& ops);
 
   // ---- lower_gemm.cpp
@@ -229,8 +228,8 @@ class Lowerer {
 
   const ir::Graph& m_graph;
   const config::HardwareConfig& m_hw;
-  uint64_t m_f32_passes;   // bf16 passes of an f32 product (LowerOptions::matmul_precision)
-  bool m_tile_for_cycles;  // LowerOptions::tiling_objective
+  uint64_t m_f32_passes;               // bf16 passes of an f32 product (LowerOptions::matmul_precision)
+  bool m_tile_for_cycles;              // LowerOptions::tiling_objective
   std::optional<Topology> m_topology;  // LowerOptions::topology
   uint64_t m_bucket_limit;             // LowerOptions::all_reduce_bucket_bytes
   GemmCostModel costModel(DType input_dtype) const;
@@ -242,15 +241,19 @@ class Lowerer {
   uint32_t packOps(DType dtype) const;
   program::ChipProgram& m_chip;
   const MemoryPlan& m_plan;
-  std::vector<std::string> m_layers;        // per op
-  std::vector<bool> m_on_chip;              // per tensor: fused away, never in HBM
-  std::vector<int> m_cast_source;           // per tensor: what a cast fused into its readers reads, or -1
-  std::vector<size_t> m_op_writing;         // per tensor: the index of the op that writes it
-  std::vector<bool> m_prologue;             // per tensor: made inside the reduction that reads it
-  // The tensor an operand's tiles load: the cast's input where the cast is fused into its reader.
+  std::vector<std::string> m_layers;    // per op
+  std::vector<bool> m_on_chip;          // per tensor: fused away, never in HBM
+  std::vector<int> m_cast_source;       // per tensor: what a cast fused into its readers reads, or -1
+  std::vector<size_t> m_op_writing;     // per tensor: the index of the op that writes it
+  std::vector<bool> m_prologue;         // per tensor: made inside the reduction that reads it
+  std::vector<int> m_operand_prologue;  // per tensor: what an MXU reader loads instead (operandPrologues), or -1
+  // The tensor an operand's tiles load: the cast's input where the cast is fused into its
+  // reader, the streamed operand of an elementwise op fused into an MXU reader's loads.
   int loadedTensor(int tensor) const {
     const int source = m_cast_source[static_cast<size_t>(tensor)];
-    return source >= 0 ? source : tensor;
+    if (source >= 0) return source;
+    const int streamed = m_operand_prologue[static_cast<size_t>(tensor)];
+    return streamed >= 0 ? streamed : tensor;
   }
   // `op` reading what its loads read (loadedTensor of each input): same shapes, the stored dtypes.
   ir::Op sourced(const ir::Op& op) const {
@@ -262,7 +265,7 @@ class Lowerer {
   std::vector<Hazards> m_hazards;           // per buffer (HBM ones used)
   std::vector<uint32_t> m_last_load;        // per core: the latest load emitted, or UINT32_MAX
   std::vector<uint32_t> m_loads_before_op;  // m_last_load when the current op began
-  uint32_t m_kernel = 0;  // Instruction.kernel of what is being lowered
+  uint32_t m_kernel = 0;                    // Instruction.kernel of what is being lowered
   uint32_t m_scratch = UINT32_MAX;
   uint64_t m_scratch_bytes = 0;
 };

@@ -10,7 +10,9 @@ namespace tpusim {
 
 using ir::OpType;
 
-bool isFusibleElementwise(OpType type) { return ir::isElementwise(type); }
+bool isFusibleElementwise(OpType type) {
+  return ir::isElementwise(type);
+}
 
 bool isMxuOp(OpType type) {
   return type == OpType::kMatMul || type == OpType::kConv || type == OpType::kConvGradInput ||
@@ -131,6 +133,32 @@ bool movesWithRows(const ir::Shape& input, const ir::Shape& shape, int64_t axis)
 
 }  // namespace
 
+std::vector<int> operandPrologues(const ir::Graph& graph) {
+  const std::vector<std::vector<size_t>> readers = readersOf(graph);
+  const std::vector<int> casts = operandCastSources(graph);
+  std::vector<int> source(graph.tensors().size(), -1);
+  for (const ir::Op& op : graph.ops()) {
+    const ir::Tensor& out = graph.tensor(op.outputs[0]);
+    const std::vector<size_t>& by = readers[static_cast<size_t>(out.id)];
+    if (!computableInline(graph, op) || op.fusion_group >= 0 || by.empty()) continue;
+    const bool mxu_reads = std::all_of(by.begin(), by.end(), [&](size_t r) { return isMxuOp(graph.ops()[r].type); });
+    if (!mxu_reads) continue;
+    int streamed = -1;
+    bool fits = true;
+    for (int input : op.inputs) {
+      const ir::Tensor& operand = graph.tensor(input);
+      if (operand.shape == out.shape && operand.dtype == out.dtype && casts[static_cast<size_t>(input)] < 0 &&
+          (streamed < 0 || streamed == input)) {
+        streamed = input;
+      } else if (ir::elementCount(operand.shape) > kMaxHeldElements || operand.shape == out.shape) {
+        fits = false;
+      }
+    }
+    if (streamed >= 0 && fits) source[static_cast<size_t>(out.id)] = streamed;
+  }
+  return source;
+}
+
 std::vector<bool> reductionPrologues(const ir::Graph& graph) {
   const std::vector<std::vector<size_t>> readers = readersOf(graph);
   const std::vector<int64_t> axis = reductionAxes(graph, readers);
@@ -159,17 +187,17 @@ ir::Graph readBroadcastsInPlace(const ir::Graph& graph) {
     const int out = op.outputs[0];
     const ir::Tensor& full = graph.tensor(out);
     if (full.alias_of >= 0 || isGraphOutput(graph, out) || readers[static_cast<size_t>(out)].empty()) continue;
-    const bool in_place = std::all_of(readers[static_cast<size_t>(out)].begin(), readers[static_cast<size_t>(out)].end(),
-                                      [&](size_t r) {
-      const ir::Op& reader = graph.ops()[r];
-      const bool broadcasts = ir::isElementwiseBinary(reader.type) || reader.type == OpType::kCompare ||
-                              reader.type == OpType::kWhere;
-      // Another operand of the full shape keeps the reader's output shape.
-      const bool keeps_shape = std::any_of(reader.inputs.begin(), reader.inputs.end(), [&](int input) {
-        return input != out && graph.tensor(input).shape == full.shape;
-      });
-      return broadcasts && keeps_shape && graph.tensor(reader.outputs[0]).shape == full.shape;
-    });
+    const bool in_place =
+        std::all_of(readers[static_cast<size_t>(out)].begin(), readers[static_cast<size_t>(out)].end(), [&](size_t r) {
+          const ir::Op& reader = graph.ops()[r];
+          const bool broadcasts =
+              ir::isElementwiseBinary(reader.type) || reader.type == OpType::kCompare || reader.type == OpType::kWhere;
+          // Another operand of the full shape keeps the reader's output shape.
+          const bool keeps_shape = std::any_of(reader.inputs.begin(), reader.inputs.end(), [&](int input) {
+            return input != out && graph.tensor(input).shape == full.shape;
+          });
+          return broadcasts && keeps_shape && graph.tensor(reader.outputs[0]).shape == full.shape;
+        });
     if (!in_place) continue;
     rewrite.remove[b] = true;
     rewrite.redirect[static_cast<size_t>(out)] = op.inputs[0];
@@ -194,7 +222,8 @@ ir::Graph recomputeReductionProducers(const ir::Graph& graph) {
     const auto streamed = std::count_if(op.inputs.begin(), op.inputs.end(),
                                         [&](int input) { return graph.tensor(input).shape == shape; });
     const bool small_rest = std::all_of(op.inputs.begin(), op.inputs.end(), [&](int input) {
-      return graph.tensor(input).shape == shape || ir::elementCount(graph.tensor(input).shape) < ir::elementCount(shape);
+      return graph.tensor(input).shape == shape ||
+             ir::elementCount(graph.tensor(input).shape) < ir::elementCount(shape);
     });
     if (streamed != 1 || !small_rest) continue;
     // Every reader computes per tile of this shape; one of them feeds a trailing reduction.
@@ -204,8 +233,8 @@ ir::Graph recomputeReductionProducers(const ir::Graph& graph) {
       const int made = reader.outputs[0];
       if (firstReducedAxis(graph, reader) >= 0) {
         feeds_reduction = feeds_reduction || reader.inputs[0] == out;
-      } else if (isFusibleElementwise(reader.type) && reader.type != OpType::kCast &&
-                 graph.tensor(made).alias_of < 0 && graph.tensor(made).shape == shape) {
+      } else if (isFusibleElementwise(reader.type) && reader.type != OpType::kCast && graph.tensor(made).alias_of < 0 &&
+                 graph.tensor(made).shape == shape) {
         feeds_reduction = feeds_reduction || axis[static_cast<size_t>(made)] >= 0;
       } else {
         all_inline = false;
@@ -251,10 +280,8 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
   // inputs exist by then, and nothing outside the group reads its outputs before).
   std::vector<size_t> anchor(count);
   for (size_t i = 0; i < count; ++i) anchor[i] = i;
-  const auto inGroup = [&](size_t j, size_t leader) {
-    return j == leader || group[j] == static_cast<int>(leader);
-  };
-  std::vector<int> updated_at;         // per tensor storage: op indices that write it in place
+  const auto inGroup = [&](size_t j, size_t leader) { return j == leader || group[j] == static_cast<int>(leader); };
+  std::vector<int> updated_at;  // per tensor storage: op indices that write it in place
   std::vector<std::vector<size_t>> in_place(graph.tensors().size());
   for (size_t i = 0; i < count; ++i) {
     for (int output : ops[i].outputs) {
@@ -315,7 +342,7 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
       const int from = producer[static_cast<size_t>(input)];
       if (from < 0) continue;
       const size_t other = group[static_cast<size_t>(from)] >= 0 ? static_cast<size_t>(group[static_cast<size_t>(from)])
-                                                                  : static_cast<size_t>(from);
+                                                                 : static_cast<size_t>(from);
       if (other == leader || graph.tensor(input).shape != graph.tensor(ops[i].outputs[0]).shape) continue;
       std::vector<size_t> taken;
       for (size_t j = other; j < i; ++j) {
@@ -325,10 +352,9 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
       const bool movable = std::all_of(taken.begin(), taken.end(), [&](size_t j) {
         const ir::Op& member = ops[j];
         const int made = member.outputs[0];
-        const bool read_here = std::all_of(readers[static_cast<size_t>(made)].begin(),
-                                           readers[static_cast<size_t>(made)].end(), [&](size_t r) {
-          return r == i || std::find(taken.begin(), taken.end(), r) != taken.end();
-        });
+        const bool read_here =
+            std::all_of(readers[static_cast<size_t>(made)].begin(), readers[static_cast<size_t>(made)].end(),
+                        [&](size_t r) { return r == i || std::find(taken.begin(), taken.end(), r) != taken.end(); });
         return isFusibleElementwise(member.type) && graph.tensor(made).alias_of < 0 && read_here &&
                operand_casts[static_cast<size_t>(made)] < 0 && !prologues[static_cast<size_t>(made)] &&
                !isGraphOutput(graph, made) && isRecomputation(member.name) == isRecomputation(ops[leader].name) &&
@@ -350,7 +376,8 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
     const ir::Op& op = ops[i];
     if (!isFusibleElementwise(op.type)) continue;
     const ir::Tensor& out = graph.tensor(op.outputs[0]);
-    if (out.alias_of >= 0 || operand_casts[static_cast<size_t>(out.id)] >= 0 || prologues[static_cast<size_t>(out.id)]) {
+    if (out.alias_of >= 0 || operand_casts[static_cast<size_t>(out.id)] >= 0 ||
+        prologues[static_cast<size_t>(out.id)]) {
       continue;
     }
     // Behind the producer of an input (as its epilogue or the next op of its chain).
@@ -390,7 +417,9 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
   // after the last tile).
   for (size_t r = 0; r < count; ++r) {
     const ir::Op& reduction = ops[r];
-    if (group[r] >= 0 || firstReducedAxis(graph, reduction) != 0) continue;
+    if (group[r] >= 0 || firstReducedAxis(graph, reduction) != 0 || graph.tensor(reduction.outputs[0]).alias_of >= 0) {
+      continue;
+    }
     std::vector<size_t> chain;  // the prologue ops, inputs first
     std::vector<int> leaves;
     const std::function<void(int)> collect = [&](int tensor) {
@@ -413,7 +442,8 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
       const auto made = static_cast<size_t>(from);
       const size_t lead = group[made] >= 0 ? static_cast<size_t>(group[made]) : made;
       if (!isMxuOp(ops[lead].type) && !isFusibleElementwise(ops[lead].type)) continue;
-      if (graph.tensor(ops[lead].outputs[0]).shape != shape || graph.tensor(ops[lead].outputs[0]).alias_of >= 0) continue;
+      if (graph.tensor(ops[lead].outputs[0]).shape != shape || graph.tensor(ops[lead].outputs[0]).alias_of >= 0)
+        continue;
       if (isRecomputation(ops[lead].name) != isRecomputation(reduction.name)) continue;
       leader = std::max(leader, static_cast<int>(lead));
     }
@@ -421,6 +451,7 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
     const auto lead = static_cast<size_t>(leader);
     if (std::max<size_t>(size[lead], 1) + chain.size() + 1 > kMaxFusedOps) continue;
     const size_t at = anchor[lead];
+    if (at > r) continue;  // the reduction would run after ops that read its result
     const bool ready = std::all_of(leaves.begin(), leaves.end(), [&](int leaf) {
       const int from = producer[static_cast<size_t>(leaf)];
       const bool from_group = from >= 0 && inGroup(static_cast<size_t>(from), lead);

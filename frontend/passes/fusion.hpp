@@ -32,6 +32,15 @@ ir::Graph fuseElementwise(const ir::Graph& graph);
 // lands; else -1. The fusion pass leaves these casts out of elementwise groups.
 std::vector<int> operandCastSources(const ir::Graph& graph);
 
+// Per tensor: the operand that the elementwise op making it streams, where the op is in no
+// fusion group (it could not join its producer's), every reader is an MXU op, the op streams
+// exactly one operand of its shape (not itself a fused cast) and the others are small (a
+// per-channel term): XLA fuses such an op into the convolution's or matmul's operand, and
+// each reader loads the streamed operand and computes the op per tile (a batch norm
+// gradient's last add, read by both convolution gradients); else -1. Lowering applies it to
+// the fused graph.
+std::vector<int> operandPrologues(const ir::Graph& graph);
+
 // Per tensor: whether the elementwise op that makes it runs inside the reduction that
 // reads it (XLA's reduction input fusion): the tensor's only reader is a Reduce or
 // ReduceSumTo of it, or is such an op itself (a chain: layer norm's squares of x - mean), and

@@ -129,7 +129,8 @@ TEST(Fusion, LayerNormRecomputesXMinusMeanInsteadOfStoringIt) {
   const std::vector<bool> prologues = reductionPrologues(fused);
   EXPECT_TRUE(prologues[static_cast<size_t>(by_name["centered"]->outputs[0])]);
   EXPECT_TRUE(prologues[static_cast<size_t>(by_name["squares"]->outputs[0])]);
-  const program::Program program = compileGraph(layerNorm(rows, width), oneCore(), LowerOptions{"t", "inference", 1}).program;
+  const program::Program program =
+      compileGraph(layerNorm(rows, width), oneCore(), LowerOptions{"t", "inference", 1}).program;
   const DmaBytes moved = dmaBytes(program);
   const uint64_t x = rows * width * 2, y = rows * width * 4, stats = rows * 4;
   // Loads: x three times, the mean (by the variance and the normalizing group), the
@@ -189,6 +190,25 @@ TEST(Fusion, AReductionOverTheLeadingAxisRunsInTheGroupThatComputesItsInput) {
   EXPECT_EQ(moved.stored, tensor + cores * sums + sums);
 }
 
+TEST(Fusion, AnElementwiseOpOnlyMatmulsReadIsComputedOnTheirOperandTiles) {
+  // d = x + s (s one value per column), read by two matmuls: d never exists; each matmul
+  // loads x and adds s per tile, s loaded once.
+  ir::Graph g;
+  const int x = g.addInput("x", {256, 128}, DType::kF32, ir::TensorRole::kInput);
+  const int s = g.addInput("s", {1, 128}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {128, 128}, DType::kF32);
+  const int d = g.add("d", x, s);
+  g.markOutput(g.matmul("first", d, w, false, false));
+  g.markOutput(g.matmul("second", d, w, false, false));
+  EXPECT_EQ(operandPrologues(g)[static_cast<size_t>(d)], x);
+  const program::Program program = compileGraph(g, oneCore(), LowerOptions{"t", "inference", 1}).program;
+  for (const auto& ins : program.chips(0).instructions()) EXPECT_NE(ins.op(), "d");
+  const DmaBytes moved = dmaBytes(program);
+  const uint64_t xs = 256 * 128 * 4, ws = 128 * 128 * 4, ss = 128 * 4, out = 256 * 128 * 4;
+  EXPECT_EQ(moved.loaded, 2 * (xs + ws + ss));
+  EXPECT_EQ(moved.stored, 2 * out);
+}
+
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
@@ -226,7 +246,7 @@ TEST(Fusion, AGroupReadBeforeTheConsumerCannotMoveSoItJoinsTheOtherProducer) {
 TEST(Fusion, SiblingsReadingOneTensorShareAKernel) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
-  const int positive = g.relu("positive", x);      // leads: x has no producer
+  const int positive = g.relu("positive", x);       // leads: x has no producer
   const int negated = g.scale("negated", x, -1.0);  // a sibling of `positive`, reading x
   g.markOutput(g.add("sum", positive, negated));
   const ir::Graph fused = fuseElementwise(g);
