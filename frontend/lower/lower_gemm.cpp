@@ -79,6 +79,11 @@ struct Lowerer::GemmJob {
   uint64_t m_total = 0;  // rows over all cores
   Span m;                // this core's rows
   uint64_t k = 0, n = 0;
+  // A share of K (the cores split it): this core's K runs from k_offset, of k_total in all;
+  // its out tiles are partial sums, stored to scratch HBM at partial_offset (partial_scratch).
+  uint64_t k_offset = 0, k_total = 0;
+  uint32_t partial_scratch = UINT32_MAX;
+  uint64_t partial_offset = 0;
   GemmOperand lhs, rhs, out;
   DType input_dtype = DType::kF32;
   DType output_dtype = DType::kF32;
@@ -160,10 +165,11 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                              bytes / dtypeBytes(stored), ops, job.input_dtype, reads, buffer, bytes, deps);
   };
 
+  const uint64_t k_all = job.k_total > 0 ? job.k_total : job.k;  // K over all cores
   // The bytes and the byte range of `operand` for a tile of items x rows x cols (its own two dims).
   const auto extentOf = [&](const GemmOperand& operand, int dim) {  // dim 0: rows, 1: cols of the operand
-    if (&operand == &job.lhs) return dim == 0 ? job.m_total : job.k;
-    if (&operand == &job.rhs) return dim == 0 ? job.k : job.n;
+    if (&operand == &job.lhs) return dim == 0 ? job.m_total : k_all;
+    if (&operand == &job.rhs) return dim == 0 ? k_all : job.n;
     return dim == 0 ? job.m_total : job.n;
   };
   const auto bytesOf = [&](const GemmOperand& operand, uint64_t items, uint64_t rows, uint64_t cols) {
@@ -272,6 +278,14 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                                    out_slot, bytes, computes)};
       }
       const ByteRange range = rangeOf(job.out, items, rows, cols);
+      if (job.partial_scratch != UINT32_MAX) {  // a partial sum over this core's share of K
+        const ByteRange partial{job.partial_offset + range.begin, job.partial_offset + range.end};
+        const uint32_t id = store(op, core, part + ".partial", job.partial_scratch, partial,
+                                  HbmLayout::contiguous(partial.begin, partial.end - partial.begin), out_slot, ready);
+        stores.push_back({partial, id});
+        done.push_back(id);
+        return done;
+      }
       const uint32_t id = storeOutput(op, core, part, range, layoutOf(job.out, items, rows, cols), out_slot, ready);
       stores.push_back({range, id});
       done.push_back(id);
@@ -305,8 +319,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   const GemmShape item{job.m.size(),
                        job.k,
                        job.n,
-                       element(job.lhs, job.m_total, job.k),
-                       element(job.rhs, job.k, job.n),
+                       element(job.lhs, job.m_total, k_all),
+                       element(job.rhs, k_all, job.n),
                        element(job.out, job.m_total, job.n) + footprint.bytes_per_element};
   const double item_bytes = static_cast<double>(job.m.size()) * static_cast<double>(job.k) * item.lhs_element +
                             static_cast<double>(job.k * job.n) * item.rhs_element +
@@ -417,7 +431,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   for (uint64_t index = job.items.begin; index < job.items.end; ++index) {
     const Span items{index, index + 1};
     const std::string prefix = count > 1 ? numbered("b", index) + "." : "";
-    const Span all_k{0, job.k};
+    const Span all_k{job.k_offset, job.k_offset + job.k};
     if (tiling.blocking == GemmBlocking::kKSplit) {
       for (const Span rows : tilesOf(job.m, tiling.m_tile)) {
         for (const Span cols : tilesOf({0, job.n}, tiling.n_block)) {
@@ -661,12 +675,51 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
   std::vector<Access> stores;
   uint64_t tiles = 0, vmem = 0;
   std::string tiling;
-  const std::vector<Span> rows = splitEvenly({0, job.m_total}, static_cast<uint64_t>(m_hw.chip().tensor_cores()));
-  for (uint32_t core = 0; core < rows.size(); ++core) {
-    job.m = rows[core];
-    emitGemm(job, core, stores, tiles, vmem, tiling);
+  const auto cores = static_cast<uint64_t>(m_hw.chip().tensor_cores());
+  // A weight gradient with fewer output channels per core than the MXU has columns would
+  // leave each core's MXUs mostly idle if its rows were split: the cores split the batch
+  // (K) instead, each summing its images, and core 0 adds the partial sums.
+  const bool split_k = op.type == OpType::kConvGradWeight && !grouped && epilogue.empty() && cores > 1 &&
+                       batch >= cores && job.m_total < cores * static_cast<uint64_t>(m_hw.mxu().cols());
+  if (split_k) {
+    const std::vector<Span> images = splitEvenly({0, batch}, cores);
+    job.m = {0, job.m_total};
+    job.k_total = job.k;
+    job.partial_scratch = scratchBuffer(out.bytes() * images.size());
+    std::vector<Access> partials;
+    for (uint32_t core = 0; core < images.size(); ++core) {
+      job.k_offset = images[core].begin * pixels;
+      job.k = images[core].size() * pixels;
+      job.partial_offset = core * out.bytes();
+      emitGemm(job, core, partials, tiles, vmem, tiling);
+    }
+    stores.push_back(addPartialSums(op, job.partial_scratch, partials, images.size()));
+    tiling = "cores_split_k " + tiling;
+  } else {
+    const std::vector<Span> rows = splitEvenly({0, job.m_total}, cores);
+    for (uint32_t core = 0; core < rows.size(); ++core) {
+      job.m = rows[core];
+      emitGemm(job, core, stores, tiles, vmem, tiling);
+    }
   }
   finishGemm(op, epilogue, std::move(stores), std::move(epilogue_stores), tiling, tiles, vmem);
+}
+
+Lowerer::Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, const std::vector<Access>& partials,
+                                        uint64_t count) {
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  const uint64_t bytes = out.bytes() * count;
+  std::vector<uint32_t> written;
+  for (const Access& partial : partials) written.push_back(partial.instruction);
+  const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
+  const uint32_t loaded =
+      load(op, 0, "partials", scratch, {0, bytes}, HbmLayout::contiguous(0, bytes), gathered, written);
+  const uint32_t result = addVmem(op, 0, "out", out.dtype, out.bytes());
+  const uint32_t added = vectorInstruction(op, "combine.vpu", 0, program::ELEMENTWISE,
+                                           static_cast<uint64_t>(ir::elementCount(out.shape)) * (count - 1), 1,
+                                           out.dtype, {gathered}, result, bytes + out.bytes(), {loaded});
+  const ByteRange range = whole(op.outputs[0]);
+  return {range, storeOutput(op, 0, "", range, out.bytes(), result, {added})};
 }
 
 }  // namespace tpusim::lowering

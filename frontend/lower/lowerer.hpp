@@ -195,6 +195,9 @@ class Lowerer {
                   uint64_t vmem);
   struct GemmOperand;
   struct GemmJob;
+  // Core 0 loads the `count` partial results `partials` wrote to `scratch` (from offset 0),
+  // adds them up and stores op's output.
+  Access addPartialSums(const ir::Op& op, uint32_t scratch, const std::vector<Access>& partials, uint64_t count);
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
                 std::string& tiling);
 

@@ -133,6 +133,40 @@ TEST(TiledLowering, ReductionOverTheBatchAccumulatesAndCombinesCores) {
   EXPECT_EQ(chip.memory().scratch_bytes(), 2u * 4096 * 4);  // one partial row per core
 }
 
+TEST(TiledLowering, AWeightGradientWithFewChannelsSplitsTheBatchOverTheCores) {
+  // dw [64, 64, 3, 3] over x [8, 64, 28, 28]: 64 output channels, half an MXU's columns, so
+  // each core takes half the batch (K) with all 64 rows, and core 0 adds the two partial sums.
+  ir::Graph g;
+  ir::ConvGeometry geometry;
+  geometry.pads = {1, 1, 1, 1};
+  const int x = g.addInput("x", {8, 64, 28, 28}, DType::kF32, ir::TensorRole::kInput);
+  const int dy = g.addInput("dy", {8, 64, 28, 28}, DType::kF32, ir::TensorRole::kInput);
+  g.markOutput(g.convGradWeight("dw", x, dy, {64, 64, 3, 3}, geometry));
+  const program::Program program = lowerOne(g, HardwareParams::load("tpuv4"));
+  const program::ChipProgram& chip = program.chips(0);
+  std::map<uint32_t, uint64_t> flops;  // per core
+  uint64_t rows = 0, partial_bytes = 0, combined = 0;
+  for (const auto& ins : chip.instructions()) {
+    if (ins.has_matmul()) {
+      flops[ins.core()] += ins.flops();
+      rows = std::max<uint64_t>(rows, ins.matmul().transpose_out() ? ins.matmul().n() : ins.matmul().m());
+    }
+    if (ins.has_dma() && ins.dma().dst() != program::VMEM && ins.name().find("partial") != std::string::npos) {
+      partial_bytes += ins.dma().bytes();
+    }
+    if (ins.has_vector() && ins.name().find("combine") != std::string::npos) combined += ins.vector().elements();
+  }
+  const uint64_t total = 2ull * 64 * (8 * 28 * 28) * (64 * 9);
+  ASSERT_EQ(flops.size(), 2u);
+  EXPECT_EQ(flops[0], total / 2);
+  EXPECT_EQ(flops[1], total / 2);
+  EXPECT_EQ(rows, 64u);  // every output channel on each core
+  EXPECT_EQ(partial_bytes, 2u * 64 * 64 * 9 * 4);
+  EXPECT_EQ(combined, 64u * 64 * 9);  // one add per element of the second partial
+  ASSERT_EQ(chip.ops_size(), 1);
+  EXPECT_EQ(chip.ops(0).tiling().rfind("cores_split_k", 0), 0u);
+}
+
 // The loads and stores of one op's tiles, by tensor (the DMA's name begins with it).
 struct Traffic {
   uint64_t loaded = 0, stored = 0, vmem = 0;
