@@ -25,7 +25,9 @@ bool isReduction(ir::OpType type) {
 
 Lowerer::FusedFootprint Lowerer::fusedFootprint(const std::vector<const ir::Op*>& ops, int leader_out) const {
   FusedFootprint footprint;
-  const ir::Shape& shape = m_graph.tensor(ops.front()->outputs[0]).shape;
+  // The group's shape: its leader's (an MXU op's output, or the first elementwise op's); a
+  // reduction in the group has another.
+  const ir::Shape& shape = m_graph.tensor(leader_out >= 0 ? leader_out : ops.front()->outputs[0]).shape;
   const double elements = std::max<double>(1.0, static_cast<double>(ir::elementCount(shape)));
   std::vector<int> seen = {leader_out};
   for (const ir::Op* op : ops) {

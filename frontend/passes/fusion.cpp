@@ -451,12 +451,16 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
     const auto lead = static_cast<size_t>(leader);
     if (std::max<size_t>(size[lead], 1) + chain.size() + 1 > kMaxFusedOps) continue;
     const size_t at = anchor[lead];
-    if (at > r) continue;  // the reduction would run after ops that read its result
+    // Run at the anchor, the reduction must still come before what reads its result.
+    const std::vector<size_t>& result_readers = readers[static_cast<size_t>(reduction.outputs[0])];
+    if (std::any_of(result_readers.begin(), result_readers.end(), [&](size_t reader) { return reader <= at; })) {
+      continue;
+    }
     const bool ready = std::all_of(leaves.begin(), leaves.end(), [&](int leaf) {
       const int from = producer[static_cast<size_t>(leaf)];
       const bool from_group = from >= 0 && inGroup(static_cast<size_t>(from), lead);
       if (from_group) return graph.tensor(leaf).shape == shape;  // a tile of the group's own
-      return (from < 0 || static_cast<size_t>(from) < at) && !updatedBetween(leaf, at, r);
+      return (from < 0 || static_cast<size_t>(from) < at) && !updatedBetween(leaf, std::min(at, r), std::max(at, r));
     });
     if (!ready) continue;
     if (size[lead] == 0) {

@@ -209,6 +209,30 @@ TEST(Fusion, AnElementwiseOpOnlyMatmulsReadIsComputedOnTheirOperandTiles) {
   EXPECT_EQ(moved.stored, 2 * out);
 }
 
+TEST(Fusion, AReductionFirstInAMatmulsEpilogueLeavesTheOtherOperandsStreaming) {
+  // y = x w, its column sums, and the column sums of y * qfactor: both reductions join the
+  // matmul's group, the plain one first. qfactor (16 MiB, all of VMEM) must stream with the
+  // tiles, not be held whole as if it had the first reduction's shape.
+  ir::Graph g;
+  const int x = g.addInput("x", {16384, 256}, DType::kF32, ir::TensorRole::kInput);
+  const int q = g.addInput("qfactor", {16384, 256}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {256, 256}, DType::kF32);
+  const int y = g.matmul("y", x, w, false, false);
+  g.markOutput(g.reduce("sums", y, ir::Reduction::kSum, {0}, false));
+  const int scaled = g.binary(ir::OpType::kMul, "scaled", y, q);
+  g.markOutput(g.reduce("scaled_sums", scaled, ir::Reduction::kSum, {0}, false));
+  const ir::Graph fused = fuseElementwise(g);
+  for (const ir::Op& op : fused.ops()) EXPECT_EQ(op.fusion_group, 0) << op.name;
+  const program::Program program = compileGraph(g, oneCore(), LowerOptions{"t", "inference", 1}).program;
+  uint64_t q_loaded = 0;
+  for (const auto& ins : program.chips(0).instructions()) {
+    if (ins.has_dma() && ins.dma().dst() == program::VMEM && ins.name().find("qfactor") != std::string::npos) {
+      q_loaded += ins.dma().bytes();
+    }
+  }
+  EXPECT_EQ(q_loaded, 16384ull * 256 * 4);
+}
+
 TEST(Fusion, AnOperandMadeAfterTheLeaderMovesTheGroupToTheOp) {
   ir::Graph g;
   const int x = g.addInput("x", {64, 64}, DType::kF32, ir::TensorRole::kInput);
