@@ -292,6 +292,18 @@ def test_zoo_model_runs_at_batch_1(tpusim_bin, tmp_path, model, mode):
     assert report["total_cycles"] > 0
     if mode == "training":
         assert any(op["type"] == "SgdUpdate" for op in report["ops"])
+
+
+@pytest.mark.parametrize("model", ZOO)
+def test_zoo_model_trains_at_its_default_batch(tpusim_bin, tmp_path, model):
+    """At the default batch the activations outgrow VMEM, so every fused group streams in tiles."""
+    trace = str(pathlib.Path(__file__).resolve().parents[2] / "traces" / f"{model}.onnx")
+    result = run(tpusim_bin, "run", trace, "--hw", "tpuv4", "--no-instructions", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["mode"] == "training" and report["total_cycles"] > 0
+
+
 def vpu_element_ops(report):
     return sum(unit["element_ops"] for name, unit in report["units"].items() if name.endswith(".vpu"))
 
