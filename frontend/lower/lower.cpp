@@ -406,6 +406,24 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   return m_scratch;
 }
 
+Lowerer::Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
+                                        const std::vector<uint32_t>& partials) {
+  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
+  const uint64_t bytes = out.bytes() * count;
+  const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
+  const uint32_t loaded = load(op, 0, "partials", scratch, {offset, offset + bytes},
+                               HbmLayout::contiguous(offset, bytes), gathered, partials);
+  uint32_t result = gathered, ready = loaded;
+  if (count > 1) {
+    result = addVmem(op, 0, "out", out.dtype, out.bytes());
+    ready = vectorInstruction(op, "combine.vpu", 0, program::ELEMENTWISE,
+                              static_cast<uint64_t>(ir::elementCount(out.shape)) * (count - 1), 1, out.dtype,
+                              {gathered}, result, bytes + out.bytes(), {loaded});
+  }
+  const ByteRange range = whole(op.outputs[0]);
+  return {range, storeOutput(op, 0, "", range, out.bytes(), result, {ready})};
+}
+
 void Lowerer::addPrologue(int tensor, std::vector<int>& inputs, uint32_t& ops, std::vector<int>& computed) const {
   if (std::find(computed.begin(), computed.end(), tensor) != computed.end()) return;
   computed.push_back(tensor);

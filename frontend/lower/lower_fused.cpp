@@ -182,32 +182,16 @@ void Lowerer::storeFusedPartials(const Fused& fused) {
   }
 }
 
-std::vector<Lowerer::Access> Lowerer::combineFusedPartials(const ir::Op& op) {
-  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
-  const FusedPartials& partials = m_fused_partials.at(op.outputs[0]);
-  const uint64_t count = partials.stores.size();
-  const uint64_t bytes = out.bytes() * count;
-  const ByteRange gathered_range{partials.offset, partials.offset + bytes};
-  const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
-  const uint32_t loaded = load(op, 0, "partials", m_scratch, gathered_range,
-                               HbmLayout::contiguous(partials.offset, bytes), gathered, partials.stores);
-  uint32_t result = gathered;
-  uint32_t ready = loaded;
-  if (count > 1) {
-    result = addVmem(op, 0, "out", out.dtype, out.bytes());
-    ready = vectorInstruction(op, "combine.vpu", 0, program::ELEMENTWISE,
-                              static_cast<uint64_t>(ir::elementCount(out.shape)) * (count - 1), 1, out.dtype,
-                              {gathered}, result, bytes + out.bytes(), {loaded});
-  }
-  const ByteRange range = whole(op.outputs[0]);
-  return {{range, storeOutput(op, 0, "", range, out.bytes(), result, {ready})}};
-}
-
 void Lowerer::finishFused(const Fused& fused, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes) {
   for (size_t index = 0; index < fused.ops.size(); ++index) {
     const ir::Op& op = *fused.ops[index];
     recordLowering(op, tiling, tiles, vmem_bytes);
-    finish(op, isReduction(op.type) ? combineFusedPartials(op) : fused.stores[index]);
+    if (isReduction(op.type)) {
+      const FusedPartials& partials = m_fused_partials.at(op.outputs[0]);
+      finish(op, {addPartialSums(op, m_scratch, partials.offset, partials.stores.size(), partials.stores)});
+    } else {
+      finish(op, fused.stores[index]);
+    }
   }
   m_fused_partials.clear();
   m_fused_scratch_end = 0;

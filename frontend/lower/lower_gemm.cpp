@@ -693,7 +693,9 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
       job.partial_offset = core * out.bytes();
       emitGemm(job, core, partials, tiles, vmem, tiling);
     }
-    stores.push_back(addPartialSums(op, job.partial_scratch, partials, images.size()));
+    std::vector<uint32_t> written;
+    for (const Access& partial : partials) written.push_back(partial.instruction);
+    stores.push_back(addPartialSums(op, job.partial_scratch, 0, images.size(), written));
     tiling = "cores_split_k " + tiling;
   } else {
     const std::vector<Span> rows = splitEvenly({0, job.m_total}, cores);
@@ -703,23 +705,6 @@ void Lowerer::lowerConv(const ir::Op& op, const std::vector<const ir::Op*>& epil
     }
   }
   finishGemm(op, epilogue, std::move(stores), std::move(epilogue_stores), tiling, tiles, vmem);
-}
-
-Lowerer::Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, const std::vector<Access>& partials,
-                                        uint64_t count) {
-  const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
-  const uint64_t bytes = out.bytes() * count;
-  std::vector<uint32_t> written;
-  for (const Access& partial : partials) written.push_back(partial.instruction);
-  const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
-  const uint32_t loaded =
-      load(op, 0, "partials", scratch, {0, bytes}, HbmLayout::contiguous(0, bytes), gathered, written);
-  const uint32_t result = addVmem(op, 0, "out", out.dtype, out.bytes());
-  const uint32_t added = vectorInstruction(op, "combine.vpu", 0, program::ELEMENTWISE,
-                                           static_cast<uint64_t>(ir::elementCount(out.shape)) * (count - 1), 1,
-                                           out.dtype, {gathered}, result, bytes + out.bytes(), {loaded});
-  const ByteRange range = whole(op.outputs[0]);
-  return {range, storeOutput(op, 0, "", range, out.bytes(), result, {added})};
 }
 
 }  // namespace tpusim::lowering

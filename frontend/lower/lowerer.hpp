@@ -142,6 +142,10 @@ class Lowerer {
   uint64_t streamTileBytes() const;  // vmem.stream_tile_kib
   // Scratch HBM for per-core partial results; one region shared by all ops.
   uint32_t scratchBuffer(uint64_t bytes);
+  // Core 0 loads the `count` partial results of op's output, one after another in `scratch`
+  // from `offset` (written by the `partials` stores), adds them up and stores the output.
+  Access addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
+                        const std::vector<uint32_t>& partials);
 
   // ---- lower_fused.cpp: elementwise ops fused behind a producer (frontend/passes/fusion.hpp)
   struct Fused {
@@ -177,7 +181,6 @@ class Lowerer {
   void accumulateFusedTile(Fused& fused, size_t index, const std::string& part, uint64_t part_size, uint64_t whole_size,
                            uint32_t tile_buffer, const std::vector<uint32_t>& tile_deps, std::vector<uint32_t>& done);
   void storeFusedPartials(const Fused& fused);
-  std::vector<Access> combineFusedPartials(const ir::Op& op);
   struct FusedPartials {
     uint64_t offset = 0;           // of core 0's partial result in scratch HBM
     std::vector<uint32_t> stores;  // per core
@@ -195,9 +198,6 @@ class Lowerer {
                   uint64_t vmem);
   struct GemmOperand;
   struct GemmJob;
-  // Core 0 loads the `count` partial results `partials` wrote to `scratch` (from offset 0),
-  // adds them up and stores op's output.
-  Access addPartialSums(const ir::Op& op, uint32_t scratch, const std::vector<Access>& partials, uint64_t count);
   void emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& stores, uint64_t& tiles, uint64_t& vmem,
                 std::string& tiling);
 
