@@ -40,7 +40,9 @@ fi
 cmake --build "$build" -j "$jobs" --target tpusim reference_cuda_test validation_test >/dev/null
 
 # The CUDA backend is built only where CMake found nvcc, cuDNN and NCCL (reference/CMakeLists.txt).
-ldd "$build/tpusim" | grep -q 'libcudart\.so' ||
+# grep reads captured text, not a pipe: under pipefail, `ldd | grep -q` fails when grep exits at
+# its first match and ldd, still writing, dies of SIGPIPE.
+grep -q 'libcudart\.so' <<<"$(ldd "$build/tpusim")" ||
   fail "$build/tpusim has no CUDA backend (CMake found no nvcc, cuDNN or NCCL: see its configure output)"
 
 rm -rf "$bundle"

@@ -144,7 +144,7 @@ loader_finds() {
   for dir in ${LD_LIBRARY_PATH//:/ }; do
     [[ -e "$dir/$1" ]] && return 0
   done
-  ldconfig -p 2>/dev/null | grep -q "^[[:space:]]*$1 "
+  grep -q "^[[:space:]]*$1 " <<<"$(ldconfig -p 2>/dev/null)"
 }
 
 # GPU_BUNDLE: sets LD_LIBRARY_PATH so that the bundle's binaries find every library: the
@@ -235,7 +235,7 @@ else
   fi
   # Only what the check runs: the CLI and the test binary that holds the CUDA tests.
   targets=(tpusim)
-  if cmake --build "$build" --target help 2>/dev/null | grep -q "reference_cuda_test"; then
+  if grep -q "reference_cuda_test" <<<"$(cmake --build "$build" --target help 2>/dev/null)"; then
     targets+=(reference_cuda_test validation_test)
   fi
   if ! step build 330 cmake --build "$build" -j "$jobs" --target "${targets[@]}"; then
