@@ -28,8 +28,9 @@ GRID = {
     "hbm.latency_ns": [100, 150, 200, 250],
     "vpu.f16_unpack_ops": [5, 6, 7, 8, 9, 10],
     "vpu.f16_pack_ops": [10, 12, 14, 16, 18, 20],
-    "vpu.f16_to_bf16_ops": [1, 2, 3, 4, 6],
+    "mxu.f16_feed_interval_cycles": [1, 2, 3, 4],
     "vpu.cross_lane_ops": [12, 14, 16, 18, 20],
+    "vmem.stream_tile_kib": [256, 512, 768, 1024, 1536],
 }
 
 

@@ -240,12 +240,20 @@ void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& l
   std::vector<int64_t> axes = {0};
   for (size_t d = 2; d < input.shape.size(); ++d) axes.push_back(static_cast<int64_t>(d));
   if (batch_statistics) {
-    mean = g.reshape(name + ".batch_mean_shape", g.reduce(name + ".batch_mean", x, ir::Reduction::kMean, axes, false),
-                     per_channel);
+    // One pass over x for both statistics, as XLA's batch-norm expansion computes them:
+    // var = E[x^2] - E[x]^2, clamped at 0 against rounding. The two reductions read the same
+    // x, so they fuse into the pass that makes x (multi-output fusion), and the gradient
+    // needs no reduction over x - mean.
+    const int batch_mean = g.reduce(name + ".batch_mean", x, ir::Reduction::kMean, axes, false);
+    const int squares = g.binary(ir::OpType::kMul, name + ".squares", x, x);
+    const int mean_square = g.reduce(name + ".batch_mean_square", squares, ir::Reduction::kMean, axes, false);
+    const int spread = g.binary(ir::OpType::kSub, name + ".batch_spread", mean_square,
+                                g.binary(ir::OpType::kMul, name + ".batch_mean_squared", batch_mean, batch_mean));
+    const int zero = scalarConstant(name + ".zero", input.dtype, 0.0f);
+    mean = g.reshape(name + ".batch_mean_shape", batch_mean, per_channel);
+    variance = g.reshape(name + ".batch_var_shape", g.binary(ir::OpType::kMaximum, name + ".batch_var", spread, zero),
+                         per_channel);
     centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
-    const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
-    variance = g.reshape(name + ".batch_var_shape",
-                         g.reduce(name + ".batch_var", squares, ir::Reduction::kMean, axes, false), per_channel);
   } else {
     centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
   }

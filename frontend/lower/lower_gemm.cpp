@@ -45,6 +45,8 @@ GemmCostModel Lowerer::costModel(DType input_dtype) const {
   model.array = arrayConfigOf(m_hw);
   model.mxus = static_cast<uint64_t>(m_hw.mxu().per_core());
   model.passes = input_dtype == DType::kF32 ? m_f32_passes : 1;
+  model.feed_interval = input_dtype == DType::kF16 ? static_cast<uint64_t>(m_hw.mxu().f16_feed_interval_cycles()) : 1;
+  model.vector_width = static_cast<uint64_t>(m_hw.vpu().lanes() * m_hw.vpu().sublanes());
   model.int8 = input_dtype == DType::kInt8;
   const double cores = static_cast<double>(m_hw.chip().tensor_cores());
   model.hbm_bytes_per_cycle = m_hw.hbm().bandwidth_gbps() * 1e9 / (m_hw.chip().clock_mhz() * 1e6) / cores;
@@ -96,17 +98,23 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
                        uint64_t& vmem_held, std::string& tiling_text) {
   using Axis = GemmOperand::Axis;
   const ir::Op& op = *job.op;
-  const GemmCostModel model = costModel(job.input_dtype);
+  GemmCostModel model = costModel(job.input_dtype);
+  model.split_depth = op.type == OpType::kConvGradWeight;
   // The first core's call describes the op's tiling, ending with how tiles met the MXUs.
   const bool describe = tiling_text.empty();
-  bool split_by_rows = false, split_by_cols = false, split_transposed = false;
+  bool split_by[3] = {false, false, false};  // by MxuSplitAxis
+  bool split_transposed = false;
   const auto describeSplit = [&] {
     if (!describe) return;
-    tiling_text += split_by_rows && split_by_cols ? " mxu_split=rows,cols"
-                   : split_by_rows                ? " mxu_split=rows"
-                                                  : " mxu_split=cols";
+    std::string axes;
+    for (const auto& [axis, name] : {std::pair{MxuSplitAxis::kRows, "rows"}, std::pair{MxuSplitAxis::kCols, "cols"},
+                                     std::pair{MxuSplitAxis::kDepth, "depth"}}) {
+      if (split_by[static_cast<int>(axis)]) axes.append(axes.empty() ? "" : ",").append(name);
+    }
+    tiling_text += " mxu_split=" + axes;
     if (split_transposed) tiling_text += " out_transposed";
     if (model.passes > 1) tiling_text += numbered(" passes=", model.passes);
+    if (model.feed_interval > 1) tiling_text += numbered(" feed_interval=", model.feed_interval);
   };
   const uint64_t align = static_cast<uint64_t>(m_hw.mxu().cols());
   const bool fusing = job.epilogue && !job.epilogue->empty();
@@ -129,19 +137,18 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     program::Buffer* b = m_chip.mutable_buffers(static_cast<int>(buffer));
     b->set_bytes(std::max(b->bytes(), bytes));
   };
-  // The MXU multiplies bf16 (and int8, and f32 as bf16 passes) but not f16: an f16 tile is
-  // converted to bf16 on the vector unit in VMEM once it lands, before the MXU reads it
-  // (vpu.f16_to_bf16_ops); an output of a type the vector unit has no ALU for is converted
-  // from the f32 sums before it is stored (vpu.f16_pack_ops, vpu.bf16_convert_ops).
+  // The MXU multiplies bf16 (and int8, and f32 as bf16 passes) but not f16: f16 vectors are
+  // converted on their way into the array, which slows its feed (model.feed_interval,
+  // mxu.f16_feed_interval_cycles); an output of a type the vector unit has no ALU for is
+  // converted from the f32 sums before it is stored (vpu.f16_pack_ops, vpu.bf16_convert_ops).
   // A tile of a cast's input (the cast fused into this op) is converted to the op's type first.
-  const uint32_t to_mxu = job.input_dtype == DType::kF16 ? static_cast<uint32_t>(m_hw.vpu().f16_to_bf16_ops()) : 0;
   const uint32_t out_convert = packOps(job.output_dtype);
   // A fused operand prologue reads its small operands from VMEM, each loaded once per core.
   std::map<int, std::pair<uint32_t, uint32_t>> held;  // tensor -> VMEM buffer, its load
   const auto converted = [&](uint32_t load, uint32_t buffer, uint64_t bytes, const std::string& part,
                              const GemmOperand& operand) {
     const DType stored = m_graph.tensor(operand.tensor).dtype;
-    uint32_t ops = to_mxu + (stored != job.input_dtype ? packOps(job.input_dtype) : 0);
+    uint32_t ops = stored != job.input_dtype ? packOps(job.input_dtype) : 0;
     std::vector<uint32_t> reads = {buffer}, deps = {load};
     if (operand.prologue >= 0) {
       const ir::Op& fused_op = m_graph.ops()[m_op_writing[static_cast<size_t>(operand.prologue)]];
@@ -220,32 +227,40 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     return static_cast<double>(operand.total) / static_cast<double>(product(items, rows, cols));
   };
 
-  // One tile on the MXUs: its columns or its rows split over the core's MXUs
-  // (chooseMxuSplit), all reading lhs and rhs.
+  // One tile on the MXUs: its columns, rows or depth split over the core's MXUs
+  // (chooseMxuSplit), all reading lhs and rhs. A tile whose depth was split holds one
+  // share of its sums per MXU until finishTile adds them (depth_shares).
+  uint64_t depth_shares = 1;
   const auto compute = [&](const std::string& part, uint64_t m, uint64_t k, uint64_t n, uint32_t lhs, uint32_t rhs,
                            uint32_t out, const std::vector<uint32_t>& deps) {
     std::vector<uint32_t> ids;
     const MxuSplit split = chooseMxuSplit(m, k, n, model);
-    (split.by_rows ? split_by_rows : split_by_cols) = true;
+    split_by[static_cast<int>(split.axis)] = true;
     if (split.transposed) split_transposed = true;
-    const std::vector<Span> pieces = splitEvenly({0, split.by_rows ? m : n}, split.pieces);
+    const bool by_rows = split.axis == MxuSplitAxis::kRows, by_depth = split.axis == MxuSplitAxis::kDepth;
+    if (by_depth) depth_shares = std::max(depth_shares, split.pieces);
+    const std::vector<Span> pieces =
+        splitEvenly({0, by_rows ? m : by_depth ? k : n}, split.pieces);
     for (uint32_t mxu = 0; mxu < pieces.size(); ++mxu) {
-      const uint64_t rows = split.by_rows ? pieces[mxu].size() : m;
-      const uint64_t cols = split.by_rows ? n : pieces[mxu].size();
+      const uint64_t rows = by_rows ? pieces[mxu].size() : m;
+      const uint64_t cols = split.axis == MxuSplitAxis::kCols ? pieces[mxu].size() : n;
+      const uint64_t depth = by_depth ? pieces[mxu].size() : k;
       program::Instruction& ins = newInstruction(op, part + numbered("mxu", mxu), program::MXU, core, mxu);
       program::MatMul* mm = ins.mutable_matmul();
       // Transposed: out^T [cols, rows] = rhs^T [cols, k] x lhs^T [k, rows].
       mm->set_m(split.transposed ? cols : rows);
-      mm->set_k(k);
+      mm->set_k(depth);
       mm->set_n(split.transposed ? rows : cols);
       mm->set_transpose_out(split.transposed);
       mm->set_passes(static_cast<uint32_t>(model.passes));
+      mm->set_feed_interval(static_cast<uint32_t>(model.feed_interval));
       mm->set_input_dtype(toProgramDType(job.input_dtype));
       mm->set_accumulate_dtype(job.input_dtype == DType::kInt8 ? program::INT32 : program::F32);
       mm->set_transpose_lhs(split.transposed ? !job.transpose_rhs : job.transpose_lhs);
       mm->set_transpose_rhs(split.transposed ? !job.transpose_lhs : job.transpose_rhs);
-      ins.set_flops(2 * rows * k * cols);
-      ins.set_bytes((rows * k + k * cols) * dtypeBytes(job.input_dtype) + rows * cols * dtypeBytes(job.output_dtype));
+      ins.set_flops(2 * rows * depth * cols);
+      ins.set_bytes((rows * depth + depth * cols) * dtypeBytes(job.input_dtype) +
+                    rows * cols * dtypeBytes(job.output_dtype));
       ins.add_reads(lhs);
       ins.add_reads(rhs);
       ins.add_writes(out);
@@ -266,9 +281,16 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
   // An output tile is ready after `computes`: store it (unless only fused ops read it) and
   // run the fused ops on it. Returns what must finish before its VMEM is reused.
   const auto finishTile = [&](const std::string& part, Span items, Span rows, Span cols, uint32_t out_slot,
-                              const std::vector<uint32_t>& computes) {
+                              const std::vector<uint32_t>& products) {
     const uint64_t bytes = bytesOf(job.out, items.size(), rows.size(), cols.size());
     grow(out_slot, bytes);
+    std::vector<uint32_t> computes = products;
+    if (depth_shares > 1) {  // the MXUs' shares of K added in f32 on the vector unit
+      const uint64_t sums = items.size() * rows.size() * cols.size() * (depth_shares - 1);
+      computes = {vectorInstruction(op, part + ".shares", core, program::ELEMENTWISE, sums, 1, DType::kF32,
+                                    {out_slot}, out_slot, sums * dtypeBytes(DType::kF32), products)};
+      depth_shares = 1;
+    }
     std::vector<uint32_t> done;
     if (store_out) {
       std::vector<uint32_t> ready = computes;

@@ -165,19 +165,27 @@ double estimatedCycles(const Candidate& c, uint64_t mxu_cycles, const GemmCostMo
 }  // namespace
 
 MxuSplit chooseMxuSplit(uint64_t m, uint64_t k, uint64_t n, const GemmCostModel& model) {
-  const auto timed = [&](bool by_rows, bool transposed) {
-    const uint64_t extent = by_rows ? m : n;
-    const uint64_t pieces = std::min(model.mxus, extent);
+  const auto timed = [&](MxuSplitAxis axis, bool transposed) {
+    // K is split only into shares of at least the array's rows: a shorter one wastes rows.
+    const uint64_t extent = axis == MxuSplitAxis::kRows ? m : axis == MxuSplitAxis::kCols ? n : k;
+    const uint64_t most = axis == MxuSplitAxis::kDepth ? std::max<uint64_t>(1, k / model.array.rows) : extent;
+    const uint64_t pieces = std::min({model.mxus, extent, most});
     const uint64_t piece = ceilDiv(extent, pieces);
-    const uint64_t rows = by_rows ? piece : m, cols = by_rows ? n : piece;
-    const MatmulShape shape{transposed ? cols : rows, k, transposed ? rows : cols, model.passes};
-    return MxuSplit{by_rows, transposed, pieces,
-                    arrayTiming(model.array, sweptShape(model.array, shape, model.int8)).cycles};
+    const uint64_t rows = axis == MxuSplitAxis::kRows ? piece : m, cols = axis == MxuSplitAxis::kCols ? piece : n;
+    const uint64_t depth = axis == MxuSplitAxis::kDepth ? piece : k;
+    const MatmulShape shape{transposed ? cols : rows, depth, transposed ? rows : cols, model.passes,
+                            model.feed_interval};
+    uint64_t cycles = arrayTiming(model.array, sweptShape(model.array, shape, model.int8)).cycles;
+    if (axis == MxuSplitAxis::kDepth) cycles += ceilDiv(m * n * (pieces - 1), model.vector_width);
+    return MxuSplit{axis, transposed, pieces, cycles};
   };
-  MxuSplit best = timed(false, false);
-  for (const auto& [by_rows, transposed] : {std::pair{true, false}, std::pair{false, true}, std::pair{true, true}}) {
-    const MxuSplit other = timed(by_rows, transposed);
-    if (other.cycles < best.cycles) best = other;
+  MxuSplit best = timed(MxuSplitAxis::kCols, false);
+  for (const MxuSplitAxis axis : {MxuSplitAxis::kCols, MxuSplitAxis::kRows, MxuSplitAxis::kDepth}) {
+    if (axis == MxuSplitAxis::kDepth && !model.split_depth) continue;
+    for (const bool transposed : {false, true}) {
+      const MxuSplit other = timed(axis, transposed);
+      if (other.cycles < best.cycles) best = other;
+    }
   }
   return best;
 }

@@ -49,17 +49,27 @@ struct GemmCostModel {
   ArrayConfig array;
   uint64_t mxus = 1;
   uint64_t passes = 1;             // bf16 passes per product (f32 precision)
+  uint64_t feed_interval = 1;      // cycles between vectors entering the array (mxu.f16_feed_interval_cycles)
+  uint64_t vector_width = 1024;    // elements the vector unit adds per cycle (lanes x sublanes)
+  bool split_depth = false;        // may split K over the MXUs (weight gradients: chooseMxuSplit)
   bool int8 = false;               // int8 x int8: k swept array.int8_macs_per_pe at a time
   double hbm_bytes_per_cycle = 1;  // this core's share
 };
 
 // How one tile is spread over the core's MXUs: its columns (each MXU holds
-// different weights) or its rows (each streams different rows past the same
-// weights), and which way round: out = lhs x rhs streams out's rows through
-// the array, out^T = rhs^T x lhs^T its columns. The fastest of the four;
-// `cycles` is the slowest piece's.
+// different weights), its rows (each streams different rows past the same
+// weights) or its depth K (each MXU sums a share of K for the whole tile, and the
+// vector unit adds the shares once the tile's last product is done), and which
+// way round: out = lhs x rhs streams out's rows through the array, out^T =
+// rhs^T x lhs^T its columns. The fastest of the six; `cycles` is the slowest
+// piece's, plus, for a split of K, the vector unit's adds of the shares.
+// K is split only where model.split_depth allows: a convolution's weight gradient,
+// whose K is the batch's positions, as its cores split it (Lowerer::lowerConv). Matmuls
+// keep K whole: split, the measured TPU v4 matmuls of 128 to 384 rows and columns with
+// K of 384 to 1024 would run up to 20% faster than measured (docs/fidelity.md).
+enum class MxuSplitAxis { kCols, kRows, kDepth };
 struct MxuSplit {
-  bool by_rows = false;
+  MxuSplitAxis axis = MxuSplitAxis::kCols;
   bool transposed = false;
   uint64_t pieces = 1;
   uint64_t cycles = 0;

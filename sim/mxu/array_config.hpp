@@ -35,14 +35,20 @@ struct ArrayConfig {
 struct MatmulShape {
   uint64_t m = 0, k = 0, n = 0;
   uint64_t passes = 1;
+  // Cycles between vectors entering the array's edges: 1 when the operands reach the array
+  // in its own type, more when each vector is converted on its way in (an f16 operand on an
+  // MXU without an f16 path: mxu.f16_feed_interval_cycles). At most the array's rows.
+  uint64_t feed_interval = 1;
 };
 
 inline constexpr uint64_t kMaxArrayEdge = 1024;
 
 // Throws Error (kInvalidConfig) for an array edge of 0 or above kMaxArrayEdge.
 void checkArray(const ArrayConfig& array);
-// Throws Error (kInvalidInput) for a zero dimension or zero passes.
+// Throws Error (kInvalidInput) for a zero dimension, zero passes or a zero feed interval.
 void checkShape(const MatmulShape& shape);
+// Throws Error (kInvalidConfig) for a feed interval above the array's rows.
+void checkFeed(const ArrayConfig& array, const MatmulShape& shape);
 
 // The problem seen from the array: `stream` vectors enter per fold; the
 // stationary (WS, IS) or accumulated (OS) tile spans `along_rows` x `along_cols`.

@@ -7,15 +7,18 @@ namespace tpusim {
 ArrayTiming arrayTiming(const ArrayConfig& array, const MatmulShape& shape) {
   checkArray(array);
   checkShape(shape);
+  checkFeed(array, shape);
   const FoldGeometry g = foldGeometry(array, shape);
-  const uint64_t r = array.rows, c = array.cols, l = g.stream;
+  const uint64_t r = array.rows, c = array.cols, l = g.stream, f = shape.feed_interval;
+  const uint64_t feed = l * f;  // cycles a fold holds the edges: a vector every f cycles
+  const uint64_t last_entry = (l - 1) * f;
   const bool output_stationary = array.dataflow == Dataflow::kOutputStationary;
   const uint64_t first_start = output_stationary ? 0 : r;
-  const uint64_t single_gap = output_stationary ? l + r - 1 : l + r;
-  const uint64_t gap = array.double_buffered ? std::max(l, r) : single_gap;
+  const uint64_t single_gap = output_stationary ? last_entry + r : last_entry + 1 + r;
+  const uint64_t gap = array.double_buffered ? std::max(feed, r) : single_gap;
   const auto start = [&](uint64_t fold) { return first_start + fold * gap; };
   const auto end = [&](uint64_t fold, uint64_t cols) {
-    return output_stationary ? start(fold) + l + 2 * r + cols - 2 : start(fold) + l + r + cols - 2;
+    return output_stationary ? start(fold) + last_entry + 2 * r + cols - 1 : start(fold) + last_entry + r + cols - 1;
   };
   const uint64_t last = g.folds - 1;
   uint64_t cycles = end(last, g.last_cols);
@@ -26,9 +29,9 @@ ArrayTiming arrayTiming(const ArrayConfig& array, const MatmulShape& shape) {
   t.folds = g.folds;
   t.cycles = cycles;
   t.macs = shape.passes * shape.m * shape.k * shape.n;
-  t.stream_cycles = g.folds * l;
-  t.load_stall_cycles = first_start + last * (gap - l);
-  t.fill_drain_cycles = cycles - (start(last) + l);
+  t.stream_cycles = g.folds * feed;
+  t.load_stall_cycles = first_start + last * (gap - feed);
+  t.fill_drain_cycles = cycles - (start(last) + feed);
   return t;
 }
 

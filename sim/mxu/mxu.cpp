@@ -10,7 +10,8 @@ MxuTimingMode timingModeOf(const config::HardwareConfig& hw) {
 }
 
 MatmulShape matmulShapeOf(const program::MatMul& matmul) {
-  return MatmulShape{matmul.m(), matmul.k(), matmul.n(), matmul.passes() == 0 ? 1u : matmul.passes()};
+  return MatmulShape{matmul.m(), matmul.k(), matmul.n(), matmul.passes() == 0 ? 1u : matmul.passes(),
+                     matmul.feed_interval() == 0 ? 1u : matmul.feed_interval()};
 }
 
 Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, ArrayConfig array,

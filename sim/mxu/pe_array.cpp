@@ -9,6 +9,7 @@ PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, c
                            uint64_t early_start) {
   checkArray(array);
   checkShape(shape);
+  checkFeed(array, shape);
   if (!passes.empty()) {
     if (passes.size() != shape.passes) throw Error(ErrorKind::kInternal, "PE array: one operand pair per pass");
     for (const PassOperands& p : passes) {
@@ -24,7 +25,7 @@ PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, c
   }
   // Input stationary is the weight-stationary array fed with the roles swapped:
   // out^T [n, m] = rhs^T [n, k] x lhs^T [k, m], lhs^T stationary.
-  const MatmulShape swapped{shape.n, shape.k, shape.m, shape.passes};
+  const MatmulShape swapped{shape.n, shape.k, shape.m, shape.passes, shape.feed_interval};
   std::vector<std::vector<float>> storage;
   std::vector<PassOperands> transposed;
   for (const PassOperands& p : passes) {

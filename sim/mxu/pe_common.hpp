@@ -53,18 +53,20 @@ inline float operand(const std::vector<PassOperands>& passes, uint64_t pass, boo
 }
 
 // The edges' skewed feed: lane i of an edge takes element j of a fold started at s in
-// cycle s + i + j, for j < length. Calls visit(f, j) for each fold f < started whose
-// stream reaches lane i at cycle t, newest fold first; a fold has fully entered all
-// `lanes` lanes by s + lanes + length, and every older fold has too.
+// cycle s + i + j * interval, for j < length. Calls visit(f, j) for each fold f < started
+// whose stream reaches lane i at cycle t, newest fold first; a fold has fully entered all
+// `lanes` lanes by s + lanes + length * interval, and every older fold has too.
 template <typename Visit>
-void forEachEntering(const std::vector<uint64_t>& starts, size_t started, uint64_t lanes, uint64_t length, uint64_t t,
-                     uint64_t i, Visit visit) {
+void forEachEntering(const std::vector<uint64_t>& starts, size_t started, uint64_t lanes, uint64_t length,
+                     uint64_t interval, uint64_t t, uint64_t i, Visit visit) {
   for (size_t back = 1; back <= started; ++back) {
     const size_t f = started - back;
     const uint64_t s = starts[f];
-    if (s + lanes + length <= t) break;
-    if (t < s + i || t - s - i >= length) continue;
-    visit(static_cast<int32_t>(f), t - s - i);
+    if (s + lanes + length * interval <= t) break;
+    if (t < s + i) continue;
+    const uint64_t since = t - s - i;
+    if (since % interval != 0 || since / interval >= length) continue;
+    visit(static_cast<int32_t>(f), since / interval);
   }
 }
 

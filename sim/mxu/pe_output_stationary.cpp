@@ -45,6 +45,7 @@ class OutputStationary {
         m_r(array.rows),
         m_c(array.cols),
         m_l(shape.k),
+        m_f(shape.feed_interval),
         m_a(m_r * m_c),
         m_a_next(m_r * m_c),
         m_b(m_r * m_c),
@@ -67,12 +68,13 @@ class OutputStationary {
       drain(t);
       step(t, left, top);
     }
-    return {finish(m_geometry, m_counts, m_start.back() + m_l), std::move(m_out)};
+    return {finish(m_geometry, m_counts, m_start.back() + m_l * m_f), std::move(m_out)};
   }
 
  private:
   size_t at(uint64_t r, uint64_t c) const { return static_cast<size_t>(r * m_c + c); }
-  uint64_t drainStart(uint64_t fold_start, uint64_t c) const { return fold_start + m_l + m_r + c - 1; }
+  // After the fold's last vector (entering at (m_l - 1) m_f) has crossed the column's bottom PE.
+  uint64_t drainStart(uint64_t fold_start, uint64_t c) const { return fold_start + (m_l - 1) * m_f + m_r + c; }
 
   // Starts fold m_next when the ports are free and column 0's output chain
   // will have room: for its first result (double-buffered) or its first MAC.
@@ -80,8 +82,8 @@ class OutputStationary {
     if (m_next >= m_folds.size()) return;
     if (m_next > 0) {
       const uint64_t previous = m_start[m_next - 1];
-      if (t + m_early < previous + m_l) return;
-      const uint64_t first_write = m_array.double_buffered ? t + m_l - 1 : t;
+      if (t + m_early < previous + m_l * m_f) return;
+      const uint64_t first_write = m_array.double_buffered ? t + (m_l - 1) * m_f : t;
       if (first_write + m_early < drainStart(previous, 0)) return;
     }
     m_start[m_next] = t;
@@ -100,7 +102,7 @@ class OutputStationary {
     for (uint64_t i = 0; i < std::max(m_r, m_c); ++i) {
       if (i < m_r) left[i] = Token{};
       if (i < m_c) top[i] = Token{};
-      forEachEntering(m_start, m_next, std::max(m_r, m_c), m_l, t, i, [&](int32_t f, uint64_t k) {
+      forEachEntering(m_start, m_next, std::max(m_r, m_c), m_l, m_f, t, i, [&](int32_t f, uint64_t k) {
         const Fold& fold = m_folds[static_cast<size_t>(f)];
         if (i < m_r && i < fold.rows) {
           if (left[i].valid()) hazard(t, i, 0, "two values enter the same row");
@@ -113,7 +115,7 @@ class OutputStationary {
         }
       });
     }
-    if (row0) ++m_counts.stream;
+    if (row0) m_counts.stream += m_f;
   }
 
   // In cycle j of a column's drain the bottom register leaves the array, the
@@ -182,6 +184,7 @@ class OutputStationary {
   FoldGeometry m_geometry;
   std::vector<Fold> m_folds;
   uint64_t m_r, m_c, m_l;
+  uint64_t m_f;  // the feed interval: a vector enters every m_f cycles
   std::vector<Token> m_a, m_a_next, m_b, m_b_next;  // lhs moving right, rhs moving down
   std::vector<Sum> m_acc;                           // accumulators (double-buffered only)
   std::vector<Sum> m_stage;                         // the drain chain: output registers, or the accumulators

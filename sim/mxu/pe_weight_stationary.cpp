@@ -23,6 +23,7 @@ class WeightStationary {
         m_r(array.rows),
         m_c(array.cols),
         m_l(shape.m),
+        m_f(shape.feed_interval),
         m_pes(m_r * m_c),
         m_a(m_pes),
         m_a_next(m_pes),
@@ -53,7 +54,7 @@ class WeightStationary {
       shiftWeights(t);
     }
     const uint64_t last = m_folds.size() - 1;
-    return {finish(m_geometry, m_counts, m_start[last] + m_l), std::move(m_out)};
+    return {finish(m_geometry, m_counts, m_start[last] + m_l * m_f), std::move(m_out)};
   }
 
  private:
@@ -65,7 +66,7 @@ class WeightStationary {
     const uint64_t early = m_next == 0 ? 0 : m_early;
     const uint64_t loaded = m_col0_load[m_next];
     if (loaded == UINT64_MAX || t + early < loaded + m_r) return;
-    if (m_next > 0 && t + early < m_start[m_next - 1] + m_l) return;
+    if (m_next > 0 && t + early < m_start[m_next - 1] + m_l * m_f) return;
     m_start[m_next++] = t;
   }
 
@@ -73,7 +74,7 @@ class WeightStationary {
     bool row0 = false;
     for (uint64_t r = 0; r < m_r; ++r) {
       inject[r] = Token{};
-      forEachEntering(m_start, m_next, m_r, m_l, t, r, [&](int32_t f, uint64_t m) {
+      forEachEntering(m_start, m_next, m_r, m_l, m_f, t, r, [&](int32_t f, uint64_t m) {
         const Fold& fold = m_folds[static_cast<size_t>(f)];
         if (r >= fold.rows) return;
         if (inject[r].valid()) hazard(t, r, 0, "two vectors enter the same row");
@@ -81,7 +82,7 @@ class WeightStationary {
         row0 = row0 || r == 0;
       });
     }
-    if (row0) ++m_counts.stream;
+    if (row0) m_counts.stream += m_f;
   }
 
   void startLoad(uint64_t c, int32_t fold, uint64_t t, uint64_t now) {
@@ -185,6 +186,7 @@ class WeightStationary {
   FoldGeometry m_geometry;
   std::vector<Fold> m_folds;
   uint64_t m_r, m_c, m_l;
+  uint64_t m_f;  // the feed interval: a vector enters every m_f cycles
   size_t m_pes;
   std::vector<Token> m_a, m_a_next, m_p, m_p_next;  // activations moving right, partial sums moving down
   std::vector<float> m_active;                      // the weights in use (double-buffered)

@@ -147,7 +147,7 @@ def test_mixed_float16_costs_a_gradient_check_beside_mixed_bfloat16(tpusim_bin, 
     # On a chip with f16 arithmetic (tpuv4's f16 conversions set to none): the same bytes per
     # activation; the check reads every gradient once more and the unscaling fuses into the
     # select, so the step is a little longer, never shorter.
-    native = ("--set", "vpu.f16_unpack_ops=0", "--set", "vpu.f16_pack_ops=0", "--set", "vpu.f16_to_bf16_ops=0")
+    native = ("--set", "vpu.f16_unpack_ops=0", "--set", "vpu.f16_pack_ops=0", "--set", "mxu.f16_feed_interval_cycles=1")
     bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", *args, *native, "--precision", "mixed_bfloat16")
     f16 = run(tpusim_bin, tmp_path / "f16", "resnet50.onnx", *args, *native, "--precision", "mixed_float16")
     # Persistent state gains the f32 loss scale, 4 bytes.
@@ -161,13 +161,13 @@ def test_mixed_float16_costs_a_gradient_check_beside_mixed_bfloat16(tpusim_bin, 
 
 def test_mixed_float16_on_tpuv4_pays_for_f16_conversions(tpusim_bin, tmp_path):
     # TPU v4's vector unit has no f16 ALU and its MXU no f16 path: every f16 tensor loaded or
-    # stored is converted (vpu.f16_unpack_ops, vpu.f16_pack_ops) and every f16 GEMM tile repacked to bf16
-    # (vpu.f16_to_bf16_ops), so mixed_float16 is slower there than mixed_bfloat16, and slower
+    # stored is converted (vpu.f16_unpack_ops, vpu.f16_pack_ops) and every f16 vector fed to the MXU
+    # converted on its way in (mxu.f16_feed_interval_cycles), so mixed_float16 is slower there than mixed_bfloat16, and slower
     # than itself on a chip with f16 arithmetic.
     args = ("--batch", "16", "--no-instructions", "--precision", "mixed_float16")
     v4 = run(tpusim_bin, tmp_path / "v4", "resnet50.onnx", *args)
     native = run(tpusim_bin, tmp_path / "native", "resnet50.onnx", *args, "--set", "vpu.f16_unpack_ops=0",
-                 "--set", "vpu.f16_pack_ops=0", "--set", "vpu.f16_to_bf16_ops=0")
+                 "--set", "vpu.f16_pack_ops=0", "--set", "mxu.f16_feed_interval_cycles=1")
     bf16 = run(tpusim_bin, tmp_path / "bf16", "resnet50.onnx", "--batch", "16", "--no-instructions", "--precision",
                "mixed_bfloat16")
     assert v4["total_cycles"] > native["total_cycles"]

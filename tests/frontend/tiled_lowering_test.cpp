@@ -167,6 +167,74 @@ TEST(TiledLowering, AWeightGradientWithFewChannelsSplitsTheBatchOverTheCores) {
   EXPECT_EQ(chip.ops(0).tiling().rfind("cores_split_k", 0), 0u);
 }
 
+TEST(TiledLowering, AnF16MatmulFeedsTheMxuAtTheConvertedRateAndSpendsNoVectorPassOnItsOperands) {
+  // tpuv4's MXU multiplies bf16: f16 vectors are converted on their way into the array, one
+  // every mxu.f16_feed_interval_cycles; bf16 ones enter every cycle. Neither operand takes a
+  // conversion pass in VMEM, and only the f16 output is rounded (vpu.f16_pack_ops) before its store.
+  for (const DType dtype : {DType::kF16, DType::kBF16}) {
+    ir::Graph g;
+    const int a = g.addInput("a", {512, 256}, dtype, ir::TensorRole::kInput);
+    const int b = g.addInput("b", {256, 512}, dtype, ir::TensorRole::kInput);
+    g.markOutput(g.matmul("mm", a, b, false, false));
+    const program::Program program = lowerOne(g, HardwareParams::load("tpuv4"));
+    const program::ChipProgram& chip = program.chips(0);
+    const uint32_t expected = dtype == DType::kF16 ? 2 : 1;
+    uint64_t matmuls = 0, operand_vector_ops = 0, rounded = 0;
+    for (const auto& ins : chip.instructions()) {
+      if (ins.has_matmul()) {
+        ++matmuls;
+        EXPECT_EQ(std::max(1u, ins.matmul().feed_interval()), expected) << ins.name();
+      }
+      if (!ins.has_vector()) continue;
+      const bool operand = ins.name().find("lhs") != std::string::npos || ins.name().find("rhs") != std::string::npos;
+      (operand ? operand_vector_ops : rounded) += ins.vector().elements();
+    }
+    EXPECT_GT(matmuls, 0u);
+    EXPECT_EQ(operand_vector_ops, 0u);
+    EXPECT_EQ(rounded, dtype == DType::kF16 ? 512u * 512 : 0u);
+    ASSERT_EQ(chip.ops_size(), 1);
+    EXPECT_EQ(chip.ops(0).tiling().find("feed_interval=2") != std::string::npos, dtype == DType::kF16)
+        << chip.ops(0).tiling();
+  }
+}
+
+TEST(TiledLowering, ANarrowWeightGradientSplitsItsDepthOverTheMxusAndAddsTheShares) {
+  // dw [256, 64, 1, 1] over x [32, 64, 28, 28]: K = 32 x 28 x 28 = 25088 positions, out 256 x 64.
+  // The cores take 128 output channels each (as many as an MXU's columns); within a core each
+  // MXU sums a quarter of K, and the vector unit adds the other three shares of each output
+  // tile once its last product is done.
+  ir::Graph g;
+  const int x = g.addInput("x", {32, 64, 28, 28}, DType::kBF16, ir::TensorRole::kInput);
+  const int dy = g.addInput("dy", {32, 256, 28, 28}, DType::kBF16, ir::TensorRole::kInput);
+  g.markOutput(g.convGradWeight("dw", x, dy, {256, 64, 1, 1}, ir::ConvGeometry{}));
+  const program::Program program = lowerOne(g, HardwareParams::load("tpuv4"));
+  const program::ChipProgram& chip = program.chips(0);
+  uint64_t flops = 0, shares = 0, max_depth = 0;
+  for (const auto& ins : chip.instructions()) {
+    if (ins.has_matmul()) {
+      flops += ins.flops();
+      max_depth = std::max<uint64_t>(max_depth, ins.matmul().k());
+    }
+    if (ins.has_vector() && ins.name().find(".shares") != std::string::npos) shares += ins.vector().elements();
+  }
+  EXPECT_EQ(flops, 2ull * 256 * 64 * 25088);
+  ASSERT_EQ(chip.ops_size(), 1);
+  const std::string& tiling = chip.ops(0).tiling();
+  EXPECT_NE(tiling.find("mxu_split=depth"), std::string::npos) << tiling;
+  EXPECT_EQ(max_depth, 25088u / 4);     // a quarter of K
+  EXPECT_EQ(shares, 3u * 256 * 64);     // each core's 128 x 64, three shares added to the fourth
+}
+
+TEST(TiledLowering, AMatmulKeepsItsDepthWholeOnEachMxu) {
+  ir::Graph g;
+  const int a = g.addInput("a", {128, 4096}, DType::kBF16, ir::TensorRole::kInput);
+  const int b = g.addInput("b", {4096, 64}, DType::kBF16, ir::TensorRole::kInput);
+  g.markOutput(g.matmul("mm", a, b, false, false));
+  const program::Program program = lowerOne(g, HardwareParams::load("tpuv4"));
+  ASSERT_EQ(program.chips(0).ops_size(), 1);
+  EXPECT_EQ(program.chips(0).ops(0).tiling().find("depth"), std::string::npos) << program.chips(0).ops(0).tiling();
+}
+
 // The loads and stores of one op's tiles, by tensor (the DMA's name begins with it).
 struct Traffic {
   uint64_t loaded = 0, stored = 0, vmem = 0;

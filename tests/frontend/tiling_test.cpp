@@ -77,6 +77,26 @@ TEST(GemmTiling, NoTilingInATinyVmemIsAClearError) {
   }
 }
 
+TEST(MxuSplit, ALongNarrowWeightGradientSplitsItsDepthWhereAllowed) {
+  // A 128 x 4096 x 64 tile on four 128 x 128 weight-stationary MXUs (docs/mxu.md closed forms).
+  GemmCostModel model;
+  model.mxus = 4;
+  // Rows: 32 rows per MXU under 32 weight tiles, each fold waiting 128 cycles for its load:
+  // 128 + 31 x 128 + (31 + 128 + 64 - 1) = 4318 (columns, 16 each, take 4366).
+  const MxuSplit whole_k = chooseMxuSplit(128, 4096, 64, model);
+  EXPECT_EQ(whole_k.axis, MxuSplitAxis::kRows);
+  EXPECT_EQ(whole_k.cycles, 4318u);
+  // Depth: 1024 of K per MXU, 8 folds of 128 rows, 128 + 7 x 128 + (127 + 128 + 64 - 1) = 1342,
+  // and the vector unit's adds of the other three shares, 128 x 64 x 3 / 1024 = 24.
+  model.split_depth = true;
+  const MxuSplit split = chooseMxuSplit(128, 4096, 64, model);
+  EXPECT_EQ(split.axis, MxuSplitAxis::kDepth);
+  EXPECT_EQ(split.pieces, 4u);
+  EXPECT_EQ(split.cycles, 1342u + 24u);
+  // K of one array's rows stays whole: a share would waste rows.
+  EXPECT_NE(chooseMxuSplit(128, 128, 64, model).axis, MxuSplitAxis::kDepth);
+}
+
 TEST(RowTiling, HalfOfWhatIsLeftWhenRowsStream) {
   EXPECT_EQ(rowsPerTile(100, 10, 0, 1000, "op"), 100u);        // all at once
   EXPECT_EQ(rowsPerTile(1000, 10, 200, 1000, "op"), 40u);      // (1000 - 200) / (2 * 10)

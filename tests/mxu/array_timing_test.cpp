@@ -46,6 +46,37 @@ TEST(ArrayTiming, ShortStreamsAreBoundByWeightLoads) {
   EXPECT_EQ(t.fill_drain_cycles, 254u);
 }
 
+TEST(ArrayTiming, ASlowFeedStretchesTheStreamNotTheSkew) {
+  // Feed interval 2 (each vector converted on its way in): M=256 rows enter at 0, 2, ..., 510
+  // after the 128-cycle load; the last leaves after the skew, 128 + 510 + 128 + 128 - 1 = 893.
+  const ArrayTiming t = arrayTiming(array(128, 128), {256, 128, 128, 1, 2});
+  EXPECT_EQ(t.cycles, 893u);
+  EXPECT_EQ(t.stream_cycles, 512u);
+  EXPECT_EQ(t.load_stall_cycles, 128u);
+  EXPECT_EQ(t.fill_drain_cycles, 253u);
+  EXPECT_EQ(cycles(array(128, 128), 256, 128, 128), 638u);  // interval 1: 128 + 256 + 254
+}
+
+TEST(ArrayTiming, ASlowFeedHidesUnderWeightLoadsThatTakeLonger) {
+  // M=32 at interval 2 holds the edge 64 cycles, still under the 128-cycle loads: only the
+  // last fold's later entries show, 1182 + 31 = 1213 (ShortStreamsAreBoundByWeightLoads).
+  EXPECT_EQ(arrayTiming(array(128, 128), {32, 784, 128, 1, 2}).cycles, 1213u);
+  // Output stationary, single-buffered: g = (L - 1) f + R; K=20 streams at interval 3:
+  // 2 folds (M=16 on 8 rows), 57 + 8 = 65 apart; the last ends 65 + 57 + 16 + 8 - 1 = 145.
+  EXPECT_EQ(arrayTiming(array(8, 8, Dataflow::kOutputStationary, false), {16, 20, 8, 1, 3}).cycles, 145u);
+}
+
+TEST(ArrayTiming, AFeedIntervalOfZeroOrAboveTheRowsIsAnError) {
+  EXPECT_THROW(arrayTiming(array(128, 128), {8, 8, 8, 1, 0}), Error);
+  try {
+    arrayTiming(array(8, 8), {8, 8, 8, 1, 9});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kInvalidConfig);
+    EXPECT_NE(std::string(e.what()).find("feed interval of 9 cycles"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ArrayTiming, AShortRowTileCostsAFullFold) {
   // K=129 needs 2 row tiles; the second (1 row) still takes a whole fold: partial
   // sums cross all 128 rows. 128 + 128 + (128 + 128 + 128 - 2) = 638

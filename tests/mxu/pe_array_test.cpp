@@ -3,6 +3,7 @@
 // bit), and its controller rules proven tight.
 #include "sim/mxu/pe_array.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <random>
@@ -75,15 +76,17 @@ TEST(PeArray, OneFoldByHand) {
 // form's, and the outputs equal the plain loop's bit for bit.
 TEST(PeArray, AgreesWithTheClosedFormAndThePlainLoop) {
   std::mt19937 rng(20261202);
-  std::uniform_int_distribution<uint64_t> edge(1, 20), dim(1, 45), passes(1, 3), coin(0, 1);
+  std::uniform_int_distribution<uint64_t> edge(1, 20), dim(1, 45), passes(1, 3), coin(0, 1), feed(2, 4);
   std::uniform_int_distribution<int> flow(0, 2);
   for (int i = 0; i < 400; ++i) {
     const ArrayConfig a{edge(rng), edge(rng), kDataflows[flow(rng)], coin(rng) == 1};
-    const MatmulShape s{dim(rng), dim(rng), dim(rng), coin(rng) == 1 ? 1 : passes(rng)};
+    const uint64_t interval = coin(rng) == 1 ? 1 : std::min(a.rows, feed(rng));
+    const MatmulShape s{dim(rng), dim(rng), dim(rng), coin(rng) == 1 ? 1 : passes(rng), interval};
     const Operands o = randomOperands(s, rng);
     SCOPED_TRACE(std::string(dataflowName(a.dataflow)) + (a.double_buffered ? " double " : " single ") +
                  std::to_string(a.rows) + "x" + std::to_string(a.cols) + " m=" + std::to_string(s.m) +
-                 " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) + " passes=" + std::to_string(s.passes));
+                 " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n) + " passes=" + std::to_string(s.passes) +
+                 " feed=" + std::to_string(s.feed_interval));
     PeArrayRun run;
     ASSERT_NO_THROW(run = simulatePeArray(a, s, o.passes));
     const ArrayTiming closed = arrayTiming(a, s);
@@ -157,6 +160,9 @@ TEST(PeArray, AgreesWithTheClosedFormOnTpuSizedArrays) {
       {{128, 128, Dataflow::kOutputStationary, true}, {150, 64, 260, 1}},
       {{256, 64, Dataflow::kOutputStationary, false}, {300, 33, 100, 1}},
       {{64, 256, Dataflow::kWeightStationary, true}, {50, 100, 520, 3}},
+      {{128, 128, Dataflow::kWeightStationary, true}, {200, 300, 150, 1, 2}},
+      {{128, 128, Dataflow::kInputStationary, false}, {96, 130, 300, 1, 2}},
+      {{128, 128, Dataflow::kOutputStationary, true}, {150, 64, 260, 1, 2}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(dataflowName(c.array.dataflow)) + " " + std::to_string(c.array.rows) + "x" +
@@ -202,6 +208,8 @@ TEST(PeArray, StartingAFoldACycleEarlyIsAHazard) {
 TEST(PeArray, BadShapesAreErrors) {
   EXPECT_THROW(simulatePeArray({8, 8, Dataflow::kWeightStationary, true}, {0, 8, 8, 1}, {}), Error);
   EXPECT_THROW(simulatePeArray({8, 2000, Dataflow::kWeightStationary, true}, {8, 8, 8, 1}, {}), Error);
+  EXPECT_THROW(simulatePeArray({8, 8, Dataflow::kWeightStationary, true}, {8, 8, 8, 1, 0}, {}), Error);
+  EXPECT_THROW(simulatePeArray({8, 8, Dataflow::kOutputStationary, true}, {8, 8, 8, 1, 9}, {}), Error);
 }
 
 }  // namespace
