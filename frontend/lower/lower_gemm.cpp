@@ -239,8 +239,7 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     if (split.transposed) split_transposed = true;
     const bool by_rows = split.axis == MxuSplitAxis::kRows, by_depth = split.axis == MxuSplitAxis::kDepth;
     if (by_depth) depth_shares = std::max(depth_shares, split.pieces);
-    const std::vector<Span> pieces =
-        splitEvenly({0, by_rows ? m : by_depth ? k : n}, split.pieces);
+    const std::vector<Span> pieces = splitEvenly({0, by_rows ? m : by_depth ? k : n}, split.pieces);
     for (uint32_t mxu = 0; mxu < pieces.size(); ++mxu) {
       const uint64_t rows = by_rows ? pieces[mxu].size() : m;
       const uint64_t cols = split.axis == MxuSplitAxis::kCols ? pieces[mxu].size() : n;
@@ -287,8 +286,8 @@ void Lowerer::emitGemm(const GemmJob& job, uint32_t core, std::vector<Access>& s
     std::vector<uint32_t> computes = products;
     if (depth_shares > 1) {  // the MXUs' shares of K added in f32 on the vector unit
       const uint64_t sums = items.size() * rows.size() * cols.size() * (depth_shares - 1);
-      computes = {vectorInstruction(op, part + ".shares", core, program::ELEMENTWISE, sums, 1, DType::kF32,
-                                    {out_slot}, out_slot, sums * dtypeBytes(DType::kF32), products)};
+      computes = {vectorInstruction(op, part + ".shares", core, program::ELEMENTWISE, sums, 1, DType::kF32, {out_slot},
+                                    out_slot, sums * dtypeBytes(DType::kF32), products)};
       depth_shares = 1;
     }
     std::vector<uint32_t> done;

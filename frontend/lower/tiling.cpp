@@ -239,7 +239,8 @@ GemmTiling chooseGemmTiling(const GemmShape& s, uint64_t vmem_bytes, uint64_t al
 uint64_t rowsPerTile(uint64_t rows, uint64_t row_bytes, uint64_t resident, uint64_t vmem, const std::string& what,
                      uint64_t stream_tile) {
   // Tiles of at most `stream_tile` bytes (at least one row) pipeline their loads, compute and stores.
-  const uint64_t capped = stream_tile > 0 ? std::max<uint64_t>(1, stream_tile / std::max<uint64_t>(row_bytes, 1)) : rows;
+  const uint64_t capped =
+      stream_tile > 0 ? std::max<uint64_t>(1, stream_tile / std::max<uint64_t>(row_bytes, 1)) : rows;
   if (capped < rows && 2 * capped * row_bytes + resident <= vmem) return capped;
   if (rows * row_bytes + resident <= vmem) return rows;
   const uint64_t tile = resident < vmem ? (vmem - resident) / (2 * std::max<uint64_t>(row_bytes, 1)) : 0;

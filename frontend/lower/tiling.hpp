@@ -88,7 +88,7 @@ GemmTiling chooseGemmTiling(const GemmShape& shape, uint64_t vmem_bytes, uint64_
 // `row_bytes` (double-buffered); all rows when they fit at once. With `stream_tile`
 // (bytes, vmem.stream_tile_kib), no tile is larger than that (but for one row).
 // Throws Error (kResource) naming `what` when not even one row fits.
-uint64_t rowsPerTile(uint64_t rows, uint64_t row_bytes, uint64_t resident, uint64_t vmem_bytes,
-                     const std::string& what, uint64_t stream_tile = 0);
+uint64_t rowsPerTile(uint64_t rows, uint64_t row_bytes, uint64_t resident, uint64_t vmem_bytes, const std::string& what,
+                     uint64_t stream_tile = 0);
 
 }  // namespace tpusim

@@ -38,17 +38,18 @@ void checkShape(const MatmulShape& shape) {
                                               " passes is empty: every dimension must be at least 1");
   }
   if (shape.feed_interval == 0) {
-    throw Error(ErrorKind::kInvalidInput, "a matmul whose vectors enter the MXU every 0 cycles: the feed interval "
-                                          "must be at least 1");
+    throw Error(ErrorKind::kInvalidInput,
+                "a matmul whose vectors enter the MXU every 0 cycles: the feed interval "
+                "must be at least 1");
   }
 }
 
 void checkFeed(const ArrayConfig& array, const MatmulShape& shape) {
   if (shape.feed_interval > array.rows) {
-    throw Error(ErrorKind::kInvalidConfig,
-                "an MXU feed interval of " + std::to_string(shape.feed_interval) + " cycles is not supported on " +
-                    std::to_string(array.rows) + " PE rows: it must be at most the rows (a vector's wavefront "
-                    "would leave the array before the next enters)");
+    throw Error(ErrorKind::kInvalidConfig, "an MXU feed interval of " + std::to_string(shape.feed_interval) +
+                                               " cycles is not supported on " + std::to_string(array.rows) +
+                                               " PE rows: it must be at most the rows (a vector's wavefront "
+                                               "would leave the array before the next enters)");
   }
 }
 

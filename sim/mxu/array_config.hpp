@@ -16,7 +16,6 @@
 
 namespace tpusim {
 
-
 const char* dataflowName(Dataflow dataflow);
 // "weight_stationary", "input_stationary" or "output_stationary"; anything else is an invalid-config error.
 Dataflow parseDataflow(const std::string& name);

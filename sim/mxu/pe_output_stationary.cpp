@@ -184,7 +184,7 @@ class OutputStationary {
   FoldGeometry m_geometry;
   std::vector<Fold> m_folds;
   uint64_t m_r, m_c, m_l;
-  uint64_t m_f;  // the feed interval: a vector enters every m_f cycles
+  uint64_t m_f;                                     // the feed interval: a vector enters every m_f cycles
   std::vector<Token> m_a, m_a_next, m_b, m_b_next;  // lhs moving right, rhs moving down
   std::vector<Sum> m_acc;                           // accumulators (double-buffered only)
   std::vector<Sum> m_stage;                         // the drain chain: output registers, or the accumulators

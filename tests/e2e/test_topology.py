@@ -24,13 +24,16 @@ def test_the_step_on_a_slice_is_slower_by_its_exposed_communication(tpusim_bin, 
     ici = sliced["interconnect"]
     assert ici["global_batch"] == 32 * 64
     assert sliced["units"]["chip0.ici"]["instructions"] == ici["collective_count"] == 6  # 3 Gemms: w and b each
-    # The step grows by the cycles in which only the interconnect works: on the MLP, whose
-    # backward pass is short against its all-reduces, 57,298 of the 60,262 cycles it grows
-    # by (the rest: the reductions' adds and the updates' waits on the VPU and HBM).
+    # The step grows by about the cycles in which only the interconnect works: on the MLP,
+    # whose backward pass is short against its all-reduces, 54,921 exposed against the 54,897
+    # cycles it grows by. Not exactly: the reductions' adds lengthen the step, and work that
+    # waited on HBM beside the updates when alone runs in the all-reduces' shadow instead (the
+    # last layer's updates take 472 cycles instead of 914), so exposure may pass the growth by
+    # a little.
     slower = sliced["total_cycles"] - alone["total_cycles"]
     exposed = ici["exposed_communication_cycles"]
     assert 0 < exposed <= ici["communication_cycles"] <= sliced["total_cycles"]
-    assert 0.9 * slower <= exposed <= slower, (slower, exposed)
+    assert 0.9 * slower <= exposed <= 1.01 * slower, (slower, exposed)
 
 
 def test_interconnect_section_and_links_csv(tpusim_bin, mlp_path, tmp_path):

@@ -221,8 +221,8 @@ TEST(TiledLowering, ANarrowWeightGradientSplitsItsDepthOverTheMxusAndAddsTheShar
   ASSERT_EQ(chip.ops_size(), 1);
   const std::string& tiling = chip.ops(0).tiling();
   EXPECT_NE(tiling.find("mxu_split=depth"), std::string::npos) << tiling;
-  EXPECT_EQ(max_depth, 25088u / 4);     // a quarter of K
-  EXPECT_EQ(shares, 3u * 256 * 64);     // each core's 128 x 64, three shares added to the fourth
+  EXPECT_EQ(max_depth, 25088u / 4);  // a quarter of K
+  EXPECT_EQ(shares, 3u * 256 * 64);  // each core's 128 x 64, three shares added to the fourth
 }
 
 TEST(TiledLowering, AMatmulKeepsItsDepthWholeOnEachMxu) {

@@ -168,7 +168,7 @@ TEST(ArrayTiming, Int8SweepsKAtThePresetsRate) {
   EXPECT_EQ(swept.k, 128u);
   EXPECT_EQ(arrayTiming(a, swept).cycles, 894u);
   EXPECT_EQ(arrayTiming(a, sweptShape(a, {256, 256, 256, 1}, false)).cycles, 1406u);  // bf16 unchanged
-  EXPECT_EQ(sweptShape(a, {1, 257, 1, 1}, true).k, 129u);  // an odd K rounds up
+  EXPECT_EQ(sweptShape(a, {1, 257, 1, 1}, true).k, 129u);                             // an odd K rounds up
 }
 
 }  // namespace

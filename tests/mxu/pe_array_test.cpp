@@ -118,8 +118,8 @@ TEST(PeArray, OutputsEqualTheMxuNumericsLibraryBitForBit) {
     return which == numerics::Bf16Part::kHi ? parts.hi : which == numerics::Bf16Part::kMid ? parts.mid : parts.lo;
   };
   for (Dataflow dataflow : kDataflows) {
-    for (auto precision : {numerics::MatmulPrecision::kDefault, numerics::MatmulPrecision::kHigh,
-                           numerics::MatmulPrecision::kHighest}) {
+    for (auto precision :
+         {numerics::MatmulPrecision::kDefault, numerics::MatmulPrecision::kHigh, numerics::MatmulPrecision::kHighest}) {
       numerics::MatmulNumerics config;
       config.lhs_dtype = config.rhs_dtype = DType::kF32;
       config.precision = precision;
