@@ -1,6 +1,6 @@
 // HLO pad, and the dilation that a pad's interior padding and a convolution's
 // lhs_dilate share, as IR: reshapes, broadcasts of the fill value, concats
-// and slices (the IR has no pad op).
+// and slices (Graph::pad; the IR has no pad op).
 #include "frontend/import/hlo_attributes.hpp"
 #include "frontend/import/hlo_importer.hpp"
 
@@ -43,39 +43,15 @@ int Importer::pad(const HloInstruction& ins, int x, int value, const std::string
   const hlo::HloAttribute* attribute = ins.attribute("padding");
   if (attribute == nullptr) fail(ins, ErrorKind::kInvalidInput, "pad needs padding=low_high_interior...");
   const std::vector<hlo::PadDim> padding = hlo::readPadding(*attribute, shapeOf(x).size());
+  std::vector<int64_t> low, high;
   for (size_t d = 0; d < padding.size(); ++d) {
     const hlo::PadDim& p = padding[d];
-    const std::string part = name + ".d" + std::to_string(d);
     if (p.interior < 0) fail(ins, ErrorKind::kInvalidInput, "interior padding must not be negative");
-    if (p.interior > 0) x = dilate(x, d, p.interior + 1, value, part + ".interior");
-    const Shape shape = shapeOf(x);
-    if (p.low < 0 || p.high < 0) {  // negative edge padding cuts elements off
-      const int64_t low_cut = std::max<int64_t>(0, -p.low);
-      const int64_t high_cut = std::max<int64_t>(0, -p.high);
-      if (low_cut + high_cut > shape[d])
-        fail(ins, ErrorKind::kInvalidInput, "negative padding removes more than dimension " + std::to_string(d));
-      std::vector<int64_t> starts(shape.size(), 0);
-      starts[d] = low_cut;
-      Shape out = shape;
-      out[d] = shape[d] - low_cut - high_cut;
-      if (out[d] > 0 || low_cut == 0) {
-        x = m_graph.stridedSlice(part + ".cut", x, starts, std::vector<int64_t>(shape.size(), 1), out);
-      } else {
-        fail(ins, ErrorKind::kUnsupported, "padding that leaves a dimension empty is not supported yet");
-      }
-    }
-    std::vector<int> parts;
-    auto edge = [&](int64_t size, const std::string& side) {
-      Shape edge_shape = shapeOf(x);
-      edge_shape[d] = size;
-      parts.push_back(m_graph.broadcastTo(part + "." + side, value, edge_shape, ir::TensorRole::kActivation));
-    };
-    if (p.low > 0) edge(p.low, "low");
-    parts.push_back(x);
-    if (p.high > 0) edge(p.high, "high");
-    if (parts.size() > 1) x = m_graph.concat(part + ".edges", parts, static_cast<int64_t>(d));
+    if (p.interior > 0) x = dilate(x, d, p.interior + 1, value, name + ".d" + std::to_string(d) + ".interior");
+    low.push_back(p.low);
+    high.push_back(p.high);
   }
-  return x;
+  return m_graph.pad(name, x, low, high, ir::PadMode::kConstant, value);
 }
 
 }  // namespace tpusim::hlo_detail

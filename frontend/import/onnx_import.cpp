@@ -132,6 +132,27 @@ void Importer::addInitializer(const onnx::TensorProto& init) {
   }
 }
 
+bool Importer::isInitializerWeight(const std::string& name, int tensor) const {
+  const ir::Graph& g = m_result.graph;
+  return g.producer(tensor) == nullptr && g.tensor(tensor).role == ir::TensorRole::kWeight &&
+         (m_result.initializers.count(name) || m_shape_only.count(name));
+}
+
+// torch.onnx.export keeps one initializer of several with equal values (a BatchNormalization's
+// zero means, its unit scales) and gives the others as Identity nodes of it. They are separate
+// parameters in the model: each Identity becomes a weight of its own, with the same values,
+// trained (or frozen) on its own.
+int Importer::copyOfWeight(const std::string& source, const std::string& name) {
+  const ir::Tensor& tensor = m_result.graph.tensor(m_values.at(source));
+  const int copy = m_result.graph.addWeight(name, tensor.shape, tensor.dtype);
+  if (const auto values = m_result.initializers.find(source); values != m_result.initializers.end()) {
+    m_result.initializers.emplace(name, values->second);
+  } else {
+    m_shape_only[name] = tensor.shape;
+  }
+  return copy;
+}
+
 void Importer::chooseWeightInits() {
   for (const auto& node : m_model.graph().node()) {
     for (int i = 0; i < node.input_size(); ++i) {
@@ -486,7 +507,11 @@ void Importer::importNode(const onnx::NodeProto& node) {
     } else if (type == "Identity") {
       expectInputs(node, 1, 1);
       const int x = value(node.input(0), label);
-      define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // a view
+      if (isInitializerWeight(node.input(0), x)) {
+        define(node, copyOfWeight(node.input(0), node.output(0)));
+      } else {
+        define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // a view
+      }
     } else if (type == "Cast") {
       expectInputs(node, 1, 1);
       rejectAttributesExcept(node, {"to", "saturate"});
@@ -503,6 +528,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
       importGelu(node, label);
     } else if (type == "Dropout") {
       importDropout(node, label);
+    } else if (type == "Pad") {
+      importPad(node, label);
     } else if (type == "Softmax" || type == "LogSoftmax") {
       expectInputs(node, 1, 1);
       rejectAttributesExcept(node, {"axis"});
@@ -530,7 +557,7 @@ const char* supportedOnnxOps() {
   return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, "
          "Conv, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, "
          "Greater, GreaterOrEqual, Identity, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "
-         "MatMul, MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pow, PRelu, Range, Reciprocal, "
+         "MatMul, MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, Range, Reciprocal, "
          "ReduceMean, ReduceSum, Relu, Reshape, Selu, Shape, Sigmoid, Size, Slice, Softmax, "
          "SoftmaxCrossEntropyLoss, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
 }

@@ -277,6 +277,63 @@ void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& l
   }
 }
 
+// Pad (opset 13+): `pads` [low..., high...] a constant, for every dimension or for those of the
+// constant `axes` input (opset 18); `constant_value` a scalar tensor, 0 if absent; modes
+// constant, edge and reflect (Graph::pad). wrap (opset 19) is unsupported.
+void Importer::importPad(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 2, 4, label);
+  rejectAttributesExcept(node, {"mode"});
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const auto rank = static_cast<int64_t>(g.tensor(x).shape.size());
+  const onnx::AttributeProto* mode_attr = attribute(node, "mode");
+  const std::string mode_name = mode_attr ? mode_attr->s() : "constant";
+  ir::PadMode mode = ir::PadMode::kConstant;
+  if (mode_name == "edge") {
+    mode = ir::PadMode::kEdge;
+  } else if (mode_name == "reflect") {
+    mode = ir::PadMode::kReflect;
+  } else if (mode_name != "constant") {
+    throw Error(ErrorKind::kUnsupported,
+                label + ": Pad mode '" + mode_name + "' is not supported (constant, edge, reflect)");
+  }
+  std::vector<int64_t> axes;
+  if (node.input_size() > 3 && !node.input(3).empty()) {
+    for (int64_t axis : constantInts(node, 3, label)) {
+      if (axis < -rank || axis >= rank) invalid(label + ": Pad axis " + std::to_string(axis) + " is out of range");
+      axes.push_back(axis < 0 ? axis + rank : axis);
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  const std::vector<int64_t> pads = constantInts(node, 1, label);
+  if (pads.size() != 2 * axes.size()) {
+    invalid(label + ": Pad has " + std::to_string(pads.size()) + " pads for " + std::to_string(axes.size()) +
+            " axes (it needs two per axis)");
+  }
+  std::vector<int64_t> low(static_cast<size_t>(rank), 0), high(static_cast<size_t>(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    low[static_cast<size_t>(axes[i])] = pads[i];
+    high[static_cast<size_t>(axes[i])] = pads[i + axes.size()];
+  }
+  int fill = -1;
+  if (mode == ir::PadMode::kConstant) {
+    const bool given = node.input_size() > 2 && !node.input(2).empty();
+    if (given) {
+      fill = value(node.input(2), label);
+    } else {
+      const DType dtype = g.tensor(x).dtype;
+      const std::string zero = name + ".zero";
+      fill = g.addConstant(zero, {}, dtype);
+      m_result.initializers.emplace(zero, ir::TensorValue::zeros({}, dtype));
+    }
+    if (g.tensor(fill).dtype != g.tensor(x).dtype)
+      invalid(label + ": Pad's constant_value has another type than its input");
+  }
+  define(node, g.pad(name, x, low, high, mode, fill));
+}
+
 void Importer::importSlice(const onnx::NodeProto& node, const std::string& label) {
   ir::Graph& g = m_result.graph;
   const int x = value(node.input(0), label);

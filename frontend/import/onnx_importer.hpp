@@ -94,6 +94,10 @@ class Importer {
   void addInitializer(const onnx::TensorProto& init);
   // For each shape-only initializer, how its values are made up, from the first node that reads it.
   void chooseWeightInits();
+  // Whether `name` (graph tensor `tensor`) is a float initializer, a weight: not computed.
+  bool isInitializerWeight(const std::string& name, int tensor) const;
+  // A new weight `name` with the values (or the made-up values) of initializer `source`.
+  int copyOfWeight(const std::string& source, const std::string& name);
 
   void addGraphInput(const onnx::ValueInfoProto& input);
 
@@ -131,6 +135,7 @@ class Importer {
   // Dropout is the identity unless its training_mode input is true with a ratio above 0,
   // which is random and not supported; the optional mask output is then all true.
   void importDropout(const onnx::NodeProto& node, const std::string& label);
+  void importPad(const onnx::NodeProto& node, const std::string& label);
 
   void define(const onnx::NodeProto& node, int tensor);
 

@@ -94,6 +94,8 @@ enum class OpType {
   kNllLossGrad,      // dlogp of a sum or mean NllLoss (dloss = 1), from (logp, labels[, weights])
   kOptimizerUpdate,  // writes one parameter or optimizer state in place (Op::optimizer, Op::update_target)
 };
+enum class PadMode { kConstant, kEdge, kReflect };
+const char* padModeName(PadMode mode);
 const char* opTypeName(OpType type);
 bool isElementwiseBinary(OpType type);
 // Output element i depends only on element i of each (broadcast) operand.
@@ -273,6 +275,11 @@ class Graph {
   int cast(const std::string& name, int x, DType dtype, TensorRole role = TensorRole::kActivation);
   int powGrad(const std::string& name, int dy, const Op& pow, bool of_exponent);
   int where(const std::string& name, int condition, int x, int y, TensorRole role = TensorRole::kActivation);
+  // x with low[d] elements before and high[d] after it along each dimension d (negative: cut
+  // off): `fill` (a scalar tensor) for kConstant, the border element for kEdge, the elements
+  // mirrored about the border for kReflect (ONNX Pad's modes). Slices, broadcasts and concats.
+  int pad(const std::string& name, int x, const std::vector<int64_t>& low, const std::vector<int64_t>& high,
+          PadMode mode, int fill = -1);
   int pool(const std::string& name, int x, const PoolGeometry& geometry);
   int poolGrad(const std::string& name, int dy, int x, const PoolGeometry& geometry);
   int poolArgmax(const std::string& name, int x, const PoolGeometry& geometry);

@@ -280,6 +280,10 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
   // inputs exist by then, and nothing outside the group reads its outputs before).
   std::vector<size_t> anchor(count);
   for (size_t i = 0; i < count; ++i) anchor[i] = i;
+  // Per leader: the position of its earliest member, which may come before the leader (a
+  // producer group it absorbed).
+  std::vector<size_t> first(count);
+  for (size_t i = 0; i < count; ++i) first[i] = i;
   const auto inGroup = [&](size_t j, size_t leader) { return j == leader || group[j] == static_cast<int>(leader); };
   std::vector<int> updated_at;  // per tensor storage: op indices that write it in place
   std::vector<std::vector<size_t>> in_place(graph.tensors().size());
@@ -308,7 +312,7 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
     if (std::max<size_t>(size[leader], 1) >= kMaxFusedOps) return false;
     // The group moves to i's position, so what its members read must not be updated in
     // place before then (op i itself reads there already).
-    for (size_t j = leader; j < i; ++j) {
+    for (size_t j = first[leader]; j < i; ++j) {
       if (!inGroup(j, leader)) continue;
       for (int input : ops[j].inputs) {
         if (updatedBetween(input, j, i)) return false;
@@ -345,7 +349,7 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
                                                                  : static_cast<size_t>(from);
       if (other == leader || graph.tensor(input).shape != graph.tensor(ops[i].outputs[0]).shape) continue;
       std::vector<size_t> taken;
-      for (size_t j = other; j < i; ++j) {
+      for (size_t j = first[other]; j < i; ++j) {
         if (j == other || group[j] == static_cast<int>(other)) taken.push_back(j);
       }
       if (size[leader] + taken.size() > kMaxFusedOps) continue;
@@ -368,6 +372,7 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
       }
       size[leader] += taken.size();
       size[other] = 0;
+      first[leader] = std::min(first[leader], first[other]);
     }
   };
   // Per tensor: the group leader of the latest elementwise op that read it.
@@ -467,7 +472,10 @@ ir::Graph fuseElementwise(const ir::Graph& input) {
       group[lead] = static_cast<int>(lead);
       size[lead] = 1;
     }
-    for (size_t c : chain) group[c] = static_cast<int>(lead);
+    for (size_t c : chain) {
+      group[c] = static_cast<int>(lead);
+      first[lead] = std::min(first[lead], c);
+    }
     group[r] = static_cast<int>(lead);
     size[lead] += chain.size() + 1;
   }

@@ -1,0 +1,161 @@
+"""Forms that torch.onnx.export writes and that must import as the model meant them: Pad in its
+three modes (against numpy.pad, forward and through a training step) and Identity nodes of
+initializers, which stand for separate parameters (DenseNet's BatchNormalization statistics,
+once an internal error)."""
+import json
+import pathlib
+import subprocess
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper as onh
+import pytest
+
+import tpusim
+
+F = onnx.TensorProto.FLOAT
+
+
+def save(tmp_path, name, nodes, inputs, outputs, initializers=(), opset=17):
+    graph = oh.make_graph(nodes, name, inputs, outputs, initializer=list(initializers))
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", opset)]), str(path))
+    return str(path)
+
+
+def ints(name, values):
+    return onh.from_array(np.array(values, dtype=np.int64), name)
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad_matches_numpy(tmp_path, mode):
+    pads = [0, 0, 1, 2, 0, 0, 2, 1]  # [N, C, H, W]: H by 1 before and 2 after, W by 2 and 1
+    nodes = [oh.make_node("Pad", ["x", "pads"] + (["value"] if mode == "constant" else []), ["y"], mode=mode)]
+    inits = [ints("pads", pads)] + ([onh.from_array(np.array(1.5, dtype=np.float32), "value")]
+                                    if mode == "constant" else [])
+    path = save(tmp_path, "pad_" + mode, nodes, [oh.make_tensor_value_info("x", F, [2, 3, 4, 5])],
+                [oh.make_tensor_value_info("y", F, [2, 3, 7, 8])], inits)
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    out = tpusim.reference(path, {"x": x}, mode="inference", batch=2)
+    widths = [(0, 0), (0, 0), (1, 2), (2, 1)]
+    expected = np.pad(x, widths, mode="constant", constant_values=1.5) if mode == "constant" else np.pad(
+        x, widths, mode=mode)
+    np.testing.assert_array_equal(out["y"], expected)
+
+
+def test_pad_with_axes_and_negative_pads_cuts_and_pads_only_those_axes(tmp_path):
+    nodes = [oh.make_node("Pad", ["x", "pads", "", "axes"], ["y"], mode="constant")]
+    path = save(tmp_path, "pad_axes", nodes, [oh.make_tensor_value_info("x", F, [2, 6, 4])],
+                [oh.make_tensor_value_info("y", F, [2, 5, 7])], [ints("pads", [-1, 1, 0, 2]), ints("axes", [-2, 2])],
+                opset=18)
+    x = np.arange(48, dtype=np.float32).reshape(2, 6, 4)
+    out = tpusim.reference(path, {"x": x}, mode="inference", batch=2)
+    np.testing.assert_array_equal(out["y"], np.pad(x[:, 1:, :], [(0, 0), (0, 0), (1, 2)]))
+
+
+def test_a_reflect_padded_convolution_trains_like_numpy(tmp_path):
+    """Reflect padding before a 1x1 convolution, then the sum of squares as the loss: the weight's
+    gradient flows back through the pad (each mirrored element counts where it lands)."""
+    w = np.random.default_rng(2).standard_normal((2, 3, 1, 1)).astype(np.float32)
+    nodes = [oh.make_node("Pad", ["x", "pads"], ["p"], mode="reflect"), oh.make_node("Conv", ["p", "w"], ["y"])]
+    path = save(tmp_path, "pad_train", nodes, [oh.make_tensor_value_info("x", F, [2, 3, 4, 4])],
+                [oh.make_tensor_value_info("y", F, [2, 2, 6, 6])],
+                [ints("pads", [0, 0, 1, 1, 0, 0, 1, 1]), onh.from_array(w, "w")])
+    x = np.random.default_rng(3).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    target = np.zeros((2, 2, 6, 6), dtype=np.float32)
+    lr = 0.01
+    out = tpusim.reference(path, {"x": x, "targets": target}, batch=2, learning_rate=lr, loss="mse")
+    p = np.pad(x, [(0, 0), (0, 0), (1, 1), (1, 1)], mode="reflect")
+    y = np.einsum("nchw,oc->nohw", p, w[:, :, 0, 0])
+    dy = 2 * (y - target) / y.size
+    dw = np.einsum("nohw,nchw->oc", dy, p)[:, :, None, None]
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-5, atol=1e-6)
+
+
+def densenet_like(tmp_path, shared):
+    """Conv -> Concat with its input -> BatchNormalization -> Relu -> Pad -> AveragePool ->
+    Conv -> BatchNormalization -> GlobalAveragePool -> Flatten -> Gemm. With `shared`, the
+    second BatchNormalization's four parameters are Identity nodes of the first's, as
+    torch.onnx.export writes equal initializers; else initializers of their own."""
+    rng = np.random.default_rng(4)
+    def bn(prefix):
+        return [onh.from_array(np.ones(8, np.float32), prefix + ".weight"),
+                onh.from_array(np.zeros(8, np.float32), prefix + ".bias"),
+                onh.from_array(np.zeros(8, np.float32), prefix + ".running_mean"),
+                onh.from_array(np.ones(8, np.float32), prefix + ".running_var")]
+    inits = [onh.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32) * 0.2, "c1.weight"),
+             onh.from_array(rng.standard_normal((8, 8, 1, 1)).astype(np.float32) * 0.3, "c2.weight"),
+             onh.from_array(rng.standard_normal((10, 8)).astype(np.float32) * 0.3, "fc.weight"),
+             onh.from_array(np.zeros(10, np.float32), "fc.bias"), ints("pads", [0] * 8)] + bn("bn1")
+    nodes = [oh.make_node("Conv", ["x", "c1.weight"], ["c1"], pads=[1, 1, 1, 1]),
+             oh.make_node("Concat", ["x", "c1"], ["cat"], axis=1),
+             oh.make_node("BatchNormalization", ["cat", "bn1.weight", "bn1.bias", "bn1.running_mean",
+                                                 "bn1.running_var"], ["b1"], name="/norm1/BatchNormalization"),
+             oh.make_node("Relu", ["b1"], ["r1"]),
+             oh.make_node("Pad", ["r1", "pads"], ["p1"], mode="constant"),
+             oh.make_node("AveragePool", ["p1"], ["a1"], kernel_shape=[2, 2], strides=[2, 2]),
+             oh.make_node("Conv", ["a1", "c2.weight"], ["c2"])]
+    names = ["bn2.weight", "bn2.bias", "bn2.running_mean", "bn2.running_var"]
+    if shared:
+        nodes += [oh.make_node("Identity", ["bn1." + n.split(".", 1)[1]], [n]) for n in names]
+    else:
+        inits += bn("bn2")
+    nodes += [oh.make_node("BatchNormalization", ["c2"] + names, ["b2"], name="/norm2/BatchNormalization"),
+              oh.make_node("GlobalAveragePool", ["b2"], ["g"]), oh.make_node("Flatten", ["g"], ["f"]),
+              oh.make_node("Gemm", ["f", "fc.weight", "fc.bias"], ["logits"], transB=1)]
+    return save(tmp_path, "densenet_like_" + ("shared" if shared else "own"), nodes,
+                [oh.make_tensor_value_info("x", F, ["batch", 4, 8, 8])],
+                [oh.make_tensor_value_info("logits", F, ["batch", 10])], inits, opset=14)
+
+
+def test_identity_of_an_initializer_is_a_parameter_of_its_own(tmp_path, tpusim_bin):
+    shared, own = densenet_like(tmp_path, True), densenet_like(tmp_path, False)
+    x = np.random.default_rng(5).standard_normal((4, 4, 8, 8)).astype(np.float32)
+    labels = np.arange(4, dtype=np.int64)
+    for mode in ("inference", "training"):
+        feeds = {"x": x} if mode == "inference" else {"x": x, "labels": labels}
+        a = tpusim.reference(shared, feeds, mode=mode, batch=4)
+        b = tpusim.reference(own, feeds, mode=mode, batch=4)
+        np.testing.assert_array_equal(a["logits"], b["logits"])
+        if mode == "training":  # the copies are trained on their own, as bn2's own weights are
+            np.testing.assert_array_equal(a["bn2.weight:updated"], b["bn2.weight:updated"])
+            assert not np.array_equal(a["bn2.weight:updated"], a["bn1.weight:updated"])
+        reports = []
+        for path, out in ((shared, "a"), (own, "b")):
+            done = subprocess.run([tpusim_bin, "run", path, "--mode", mode, "--batch", "4", "--no-instructions",
+                                   "--out", str(tmp_path / (mode + out))], capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            reports.append(json.loads((tmp_path / (mode + out) / "report.json").read_text()))
+        assert reports[0]["memory"]["bytes_by_role"] == reports[1]["memory"]["bytes_by_role"]
+
+
+@pytest.mark.parametrize("nodes, inits, message", [
+    ([oh.make_node("Pad", ["x", "pads"], ["y"], mode="wrap")], [ints("pads", [0, 1, 0, 1])], "mode 'wrap'"),
+    ([oh.make_node("Pad", ["x", "pads"], ["y"])], [ints("pads", [1, 1])], "2 pads for 2 axes"),
+    ([oh.make_node("Pad", ["x", "pads"], ["y"], mode="reflect")], [ints("pads", [0, 4, 0, 0])], "reflect padding"),
+    ([oh.make_node("Pad", ["x", "pads"], ["y"])], [ints("pads", [0, -2, 0, -2])], "leaves dimension 1"),
+])
+def test_bad_pads_are_one_line_errors(tmp_path, tpusim_bin, nodes, inits, message):
+    path = save(tmp_path, "bad_pad", nodes, [oh.make_tensor_value_info("x", F, [2, 4])],
+                [oh.make_tensor_value_info("y", F, None)], inits)
+    done = subprocess.run([tpusim_bin, "run", path, "--mode", "inference", "--no-instructions", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=60)
+    assert done.returncode in (3, 4), done.stderr
+    assert message in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_small_densenet_export_trains_and_infers(tpusim_bin, tmp_path):
+    """tests/onnx/densenet_small.onnx: torchvision's DenseNet(growth_rate=8, block_config=(2, 2),
+    num_init_features=16, num_classes=10) exported by torch 1.13 (opset 14, eval mode), its
+    float initializers' values dropped (shapes kept). It holds what stopped densenet121: Identity
+    nodes of BatchNormalization statistics (an internal "freeze() of a computed tensor") and
+    the transitions' Pad; and in training a fusion group that had absorbed a producer before
+    its leader was itself absorbed, and lost that producer (an internal "not a permutation")."""
+    model = str(pathlib.Path(__file__).parents[1] / "onnx" / "densenet_small.onnx")
+    for mode in ("inference", "training"):
+        done = subprocess.run([tpusim_bin, "run", model, "--mode", mode, "--batch", "2", "--no-instructions", "--out",
+                               str(tmp_path / mode)], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        report = json.loads((tmp_path / mode / "report.json").read_text())
+        assert report["total_cycles"] > 0
