@@ -290,6 +290,8 @@ std::optional<ir::UnaryKind> Importer::unaryKind(const std::string& type) {
       {"Abs", ir::UnaryKind::kAbs},         {"Erf", ir::UnaryKind::kErf},   {"Exp", ir::UnaryKind::kExp},
       {"Log", ir::UnaryKind::kLog},         {"Neg", ir::UnaryKind::kNeg},   {"Reciprocal", ir::UnaryKind::kReciprocal},
       {"Sigmoid", ir::UnaryKind::kSigmoid}, {"Sqrt", ir::UnaryKind::kSqrt}, {"Tanh", ir::UnaryKind::kTanh},
+      {"Floor", ir::UnaryKind::kFloor},     {"Ceil", ir::UnaryKind::kCeil}, {"Sign", ir::UnaryKind::kSign},
+      {"Round", ir::UnaryKind::kRound},
   };
   auto it = kKinds.find(type);
   if (it == kKinds.end()) return std::nullopt;
@@ -439,6 +441,7 @@ void Importer::importNode(const onnx::NodeProto& node) {
                            floatAttribute(node, "gamma", 1.05070102214813232421875f)));
     } else if (type == "PRelu") {
       importPRelu(node, label);
+    } else if (importComposedActivation(node, label)) {
     } else if (const auto direction = compareDirection(type)) {
       expectInputs(node, 2, 2);
       rejectAttributesExcept(node, {});
@@ -554,12 +557,14 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Concat, Constant, ConstantOfShape, "
-         "Conv, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Gather, Gelu, Gemm, GlobalAveragePool, "
-         "Greater, GreaterOrEqual, Identity, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, "
-         "MatMul, MaxPool, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, Range, Reciprocal, "
-         "ReduceMean, ReduceSum, Relu, Reshape, Selu, Shape, Sigmoid, Size, Slice, Softmax, "
-         "SoftmaxCrossEntropyLoss, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, Where";
+  return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, Constant, "
+         "ConstantOfShape, Conv, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, Gelu, "
+         "Gemm, GlobalAveragePool, Greater, GreaterOrEqual, HardSigmoid, HardSwish, Identity, "
+         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
+         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, Range, Reciprocal, ReduceMean, "
+         "ReduceSum, Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
+         "SoftmaxCrossEntropyLoss, Softplus, Softsign, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, "
+         "Where";
 }
 
 const char* compileTimeOnnxOps() {

@@ -136,6 +136,9 @@ class Importer {
   // which is random and not supported; the optional mask output is then all true.
   void importDropout(const onnx::NodeProto& node, const std::string& label);
   void importPad(const onnx::NodeProto& node, const std::string& label);
+  // Softplus, Softsign, HardSigmoid, HardSwish, Mish, Celu, Clip, Max, Min as IR ops
+  // (onnx_import_activations.cpp); false for another op.
+  bool importComposedActivation(const onnx::NodeProto& node, const std::string& label);
 
   void define(const onnx::NodeProto& node, int tensor);
 

@@ -106,7 +106,8 @@ enum class Reduction { kNone, kSum, kMean, kMax, kMin };
 const char* reductionName(Reduction reduction);
 enum class CompareDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 const char* compareDirectionName(CompareDirection direction);
-// kRound: to the nearest integer, halves to even (int8 quantization). The last three read
+// kRound: to the nearest integer, halves to even (int8 quantization); kFloor, kCeil: down and
+// up to an integer; kSign: -1, 0 or 1 (0 for a zero of either sign). The last three read
 // Op::alpha (and Selu Op::gamma), as ONNX defines them:
 //   kLeakyRelu  x >= 0 ? x : alpha x
 //   kElu        x >= 0 ? x : alpha (e^x - 1)
@@ -124,7 +125,10 @@ enum class UnaryKind {
   kRound,
   kLeakyRelu,
   kElu,
-  kSelu
+  kSelu,
+  kFloor,
+  kCeil,
+  kSign
 };
 const char* unaryKindName(UnaryKind kind);
 // Whether the kind reads Op::alpha and Op::gamma.

@@ -108,6 +108,9 @@ const char* unaryKindName(UnaryKind kind) {
     case UnaryKind::kLeakyRelu: return "LeakyRelu";
     case UnaryKind::kElu: return "Elu";
     case UnaryKind::kSelu: return "Selu";
+    case UnaryKind::kFloor: return "Floor";
+    case UnaryKind::kCeil: return "Ceil";
+    case UnaryKind::kSign: return "Sign";
   }
   return "?";
 }

@@ -107,12 +107,17 @@ inline uint32_t optimizerOpsPerElement(const ir::Op& op) {
 //   Elu        x >= 0 ? x : alpha (e^x - 1)         4 (exp, subtract, multiply, select);
 //                                                     gradient x > 0 ? dy : alpha e^x dy: 4
 //   Selu       gamma (Elu's select)                 4 (gamma folded into the select's two sides); gradient 4
+//   Floor, Ceil                                     1 (the vector unit's float-to-integral rounding)
+//   Sign       x > 0 ? 1 : (x < 0 ? -1 : 0)          2 (two compare-selects)
 inline uint32_t unaryOpsPerElement(const ir::Op& op) {
   const bool grad = op.type == ir::OpType::kUnaryGrad;
   switch (op.unary) {
     case ir::UnaryKind::kLeakyRelu: return grad ? 3 : 2;
     case ir::UnaryKind::kElu:
     case ir::UnaryKind::kSelu: return 4;
+    case ir::UnaryKind::kFloor:
+    case ir::UnaryKind::kCeil: return 1;
+    case ir::UnaryKind::kSign: return 2;
     default: return vectorOpsPerElement(op.type);
   }
 }

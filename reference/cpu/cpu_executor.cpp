@@ -161,6 +161,9 @@ T applyUnary(const ir::Op& op, T x) {
     case ir::UnaryKind::kLeakyRelu: return x >= T{0} ? x : alpha * x;
     case ir::UnaryKind::kElu: return x >= T{0} ? x : alpha * std::expm1(x);
     case ir::UnaryKind::kSelu: return static_cast<T>(op.gamma) * (x > T{0} ? x : alpha * std::expm1(x));
+    case ir::UnaryKind::kFloor: return std::floor(x);
+    case ir::UnaryKind::kCeil: return std::ceil(x);
+    case ir::UnaryKind::kSign: return x > T{0} ? T{1} : (x < T{0} ? T{-1} : T{0});
   }
   return x;
 }
@@ -187,6 +190,9 @@ T unaryDerivative(const ir::Op& op, T x, T y) {
     case ir::UnaryKind::kLeakyRelu: return x > T{0} ? T{1} : alpha;
     case ir::UnaryKind::kElu: return x > T{0} ? T{1} : alpha * std::exp(x);
     case ir::UnaryKind::kSelu: return x > T{0} ? gamma : gamma * alpha * std::exp(x);
+    case ir::UnaryKind::kFloor:
+    case ir::UnaryKind::kCeil:
+    case ir::UnaryKind::kSign: return T{0};
   }
   return T{0};
 }

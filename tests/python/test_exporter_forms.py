@@ -159,3 +159,67 @@ def test_a_small_densenet_export_trains_and_infers(tpusim_bin, tmp_path):
         assert done.returncode == 0, done.stderr
         report = json.loads((tmp_path / mode / "report.json").read_text())
         assert report["total_cycles"] > 0
+
+
+def softplus(z):
+    return np.log(np.exp(z) + 1)
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+# ONNX op, attributes, f, f' (numpy, float64).
+ACTIVATIONS = {
+    "Softplus": ({}, softplus, sigmoid),
+    "Softsign": ({}, lambda z: z / (1 + np.abs(z)), lambda z: 1 / (1 + np.abs(z)) ** 2),
+    "HardSigmoid": ({"alpha": 0.3, "beta": 0.4}, lambda z: np.clip(0.3 * z + 0.4, 0, 1),
+                    lambda z: np.where((0.3 * z + 0.4 > 0) & (0.3 * z + 0.4 < 1), 0.3, 0.0)),
+    "HardSwish": ({}, lambda z: z * np.clip(z / 6 + 0.5, 0, 1),
+                  lambda z: np.clip(z / 6 + 0.5, 0, 1) + z * np.where(np.abs(z) < 3, 1 / 6, 0.0)),
+    "Mish": ({}, lambda z: z * np.tanh(softplus(z)),
+             lambda z: np.tanh(softplus(z)) + z * (1 - np.tanh(softplus(z)) ** 2) * sigmoid(z)),
+    "Celu": ({"alpha": 2.0}, lambda z: np.where(z > 0, z, 2.0 * (np.exp(z / 2.0) - 1)),
+             lambda z: np.where(z > 0, 1.0, np.exp(z / 2.0))),
+}
+
+
+@pytest.mark.parametrize("op", sorted(ACTIVATIONS))
+def test_composed_activations_compute_and_train_like_numpy(tmp_path, op):
+    """y = f(x w), loss mean(y^2): the forward values and w's SGD step against numpy's f and f'."""
+    attributes, f, derivative = ACTIVATIONS[op]
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-5, 5, (8, 16)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 16).astype(np.float32)
+    nodes = [oh.make_node("Mul", ["x", "w"], ["z"]), oh.make_node(op, ["z"], ["y"], **attributes)]
+    path = save(tmp_path, op, nodes, [oh.make_tensor_value_info("x", F, [8, 16])],
+                [oh.make_tensor_value_info("y", F, [8, 16])], [onh.from_array(w, "w")])
+    z = x.astype(np.float64) * w
+    inference = tpusim.reference(path, {"x": x}, mode="inference", batch=8)
+    np.testing.assert_allclose(inference["y"], f(z), rtol=2e-5, atol=2e-6)
+    lr = 0.1
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros((8, 16), np.float32)}, batch=8, learning_rate=lr,
+                           loss="mse")
+    dw = (2 * f(z) / z.size * derivative(z) * x).sum(axis=0)
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
+
+
+def test_clip_max_min_floor_ceil_sign_round(tmp_path):
+    i = lambda name: oh.make_tensor_value_info(name, F, [3, 4])
+    nodes = [oh.make_node("Clip", ["x", "lo", "hi"], ["clipped"]), oh.make_node("Clip", ["x", "", "hi"], ["capped"]),
+             oh.make_node("Max", ["x", "y", "row"], ["largest"]), oh.make_node("Min", ["x", "y"], ["smallest"]),
+             oh.make_node("Floor", ["x"], ["floor"]), oh.make_node("Ceil", ["x"], ["ceil"]),
+             oh.make_node("Sign", ["x"], ["sign"]), oh.make_node("Round", ["x"], ["round"])]
+    inits = [onh.from_array(np.array(-0.5, np.float32), "lo"), onh.from_array(np.array(1.0, np.float32), "hi"),
+             onh.from_array(np.array([0.25, -1, 3, 0], np.float32), "row")]
+    outputs = ["clipped", "capped", "largest", "smallest", "floor", "ceil", "sign", "round"]
+    path = save(tmp_path, "clamps", nodes, [i("x"), i("y")], [i(name) for name in outputs], inits)
+    x = np.array([[-2.5, -0.5, 0.0, 0.5], [1.5, 2.5, -1.49, 3.7], [-0.0, 7.0, -3.2, 0.2]], np.float32)
+    y = np.random.default_rng(8).standard_normal((3, 4)).astype(np.float32)
+    out = tpusim.reference(path, {"x": x, "y": y}, mode="inference", batch=3)
+    row = np.array([0.25, -1, 3, 0], np.float32)
+    expected = {"clipped": np.clip(x, -0.5, 1.0), "capped": np.minimum(x, 1.0), "largest": np.maximum(np.maximum(x, y), row),
+                "smallest": np.minimum(x, y), "floor": np.floor(x), "ceil": np.ceil(x), "sign": np.sign(x),
+                "round": np.round(x)}  # numpy rounds halves to even, as ONNX's Round
+    for name, value in expected.items():
+        np.testing.assert_array_equal(out[name], value, err_msg=name)

@@ -56,7 +56,8 @@ OpCase unaryOps() {
   const int dy = g.addInput("dy", {5, 7}, DType::kF32, ir::TensorRole::kInput);
   for (ir::UnaryKind kind : {ir::UnaryKind::kAbs, ir::UnaryKind::kErf, ir::UnaryKind::kExp, ir::UnaryKind::kLog,
                              ir::UnaryKind::kNeg, ir::UnaryKind::kReciprocal, ir::UnaryKind::kSigmoid,
-                             ir::UnaryKind::kSqrt, ir::UnaryKind::kTanh, ir::UnaryKind::kRound}) {
+                             ir::UnaryKind::kSqrt, ir::UnaryKind::kTanh, ir::UnaryKind::kRound,
+                             ir::UnaryKind::kFloor, ir::UnaryKind::kCeil, ir::UnaryKind::kSign}) {
     const std::string name = ir::unaryKindName(kind);
     const int y = g.unary(kind, name, x);
     g.markOutput(g.unaryGrad(kind, name + ".grad", dy, x, y));

@@ -37,7 +37,10 @@ enum class Unary : int32_t {
   kRound,
   kLeakyRelu,
   kElu,
-  kSelu
+  kSelu,
+  kFloor,
+  kCeil,
+  kSign
 };
 enum class Compare : int32_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
@@ -72,6 +75,9 @@ TPUSIM_HD inline float applyUnary(Unary kind, float x, float alpha, float gamma)
     case Unary::kLeakyRelu: return x >= 0.0f ? x : alpha * x;
     case Unary::kElu: return x >= 0.0f ? x : alpha * expm1f(x);
     case Unary::kSelu: return gamma * (x > 0.0f ? x : alpha * expm1f(x));
+    case Unary::kFloor: return floorf(x);
+    case Unary::kCeil: return ceilf(x);
+    case Unary::kSign: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
   }
   return x;
 }
@@ -92,6 +98,9 @@ TPUSIM_HD inline float unaryDerivative(Unary kind, float x, float y, float alpha
     case Unary::kLeakyRelu: return x > 0.0f ? 1.0f : alpha;
     case Unary::kElu: return x > 0.0f ? 1.0f : alpha * expf(x);
     case Unary::kSelu: return x > 0.0f ? gamma : gamma * alpha * expf(x);
+    case Unary::kFloor:
+    case Unary::kCeil:
+    case Unary::kSign: return 0.0f;
   }
   return 0.0f;
 }
