@@ -9,8 +9,8 @@
 #include "frontend/compile.hpp"
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
-#include "frontend/train/graph_transforms.hpp"
 #include "frontend/program_io.hpp"
+#include "frontend/train/graph_transforms.hpp"
 #include "report/mfu_section.hpp"
 #include "report/report.hpp"
 #include "sim/chip/driver.hpp"
@@ -38,8 +38,8 @@ void checkPipelineRequest(const RunRequest& request) {
   }
   const Strategy strategy = strategyFromName(request.strategy);
   if (strategy != Strategy::kNone && strategy != Strategy::kTpu) {
-    throw Error(ErrorKind::kUnsupported, pp + " runs on one ICI slice (--topology), not with --strategy " +
-                                             strategyName(strategy));
+    throw Error(ErrorKind::kUnsupported,
+                pp + " runs on one ICI slice (--topology), not with --strategy " + strategyName(strategy));
   }
   if (request.steps > 0 || request.functional || !request.precision_schedule.empty()) {
     throw Error(ErrorKind::kUnsupported, pp + " simulates one step without values: --steps, --functional and "
@@ -79,7 +79,8 @@ bool isLossScaling(const std::string& op) {
 }
 
 // The Program's instructions by phase: forward, backward (autodiff names them ".grad";
-// rematerialization's recomputations, ".remat", run there too), and the update (optimizer ops, the data-parallel gradient all-reduces, loss scaling).
+// rematerialization's recomputations, ".remat", run there too), and the update (optimizer ops, the data-parallel
+// gradient all-reduces, loss scaling).
 enum class Phase { kForward, kBackward, kUpdate };
 Phase phaseOf(const program::Instruction& ins) {
   const std::string& op = ins.op();
@@ -197,8 +198,8 @@ CompiledPipeline compilePipeline(const RunRequest& request, const HardwareParams
   micro.pipeline_parallel = 1;
   const ModelGraph built = buildModelGraph(micro);
   const std::string name = std::filesystem::path(request.model_path).filename().string();
-  CompiledPipeline pipeline{request, degrees, slice, stageBlock(*slice, degrees.pp),
-                            splitPipelineStages(built.graph, degrees.pp, name), {}};
+  CompiledPipeline pipeline{
+      request, degrees, slice, stageBlock(*slice, degrees.pp), splitPipelineStages(built.graph, degrees.pp, name), {}};
   pipeline.request.batch = batch;
   const PipelineStages& cut = pipeline.cut;
   for (size_t s = 0; s < cut.stages.size(); ++s) {
@@ -211,6 +212,7 @@ CompiledPipeline compilePipeline(const RunRequest& request, const HardwareParams
     Compiled compiled = compileGraph(cut.stages[s].graph, hw, lower);
     program::Program& program = compiled.program;
     program.set_precision(request.precision);
+    program.set_loss(built.loss);
     program.set_pipeline_stage(static_cast<uint32_t>(s));
     program.set_pipeline_stages(static_cast<uint32_t>(degrees.pp));
     addTransferRecords(program, static_cast<uint32_t>(s), cut.transfers);
@@ -242,8 +244,8 @@ RunOutcome simulatePipeline(CompiledPipeline pipeline, const HardwareParams& hw)
   plan.micro_batches = micro_batches;
   plan.schedule = schedule;
   for (size_t s = 0; s < runs.size(); ++s) {
-    plan.stages.push_back({runs[s].times.forward * period_ps, runs[s].times.backward * period_ps,
-                           cut.stages[s].activation_bytes});
+    plan.stages.push_back(
+        {runs[s].times.forward * period_ps, runs[s].times.backward * period_ps, cut.stages[s].activation_bytes});
   }
   struct Boundary {
     uint64_t activation_bytes = 0, gradient_bytes = 0, forward_ps = 0, backward_ps = 0;
@@ -345,10 +347,9 @@ RunOutcome simulatePipeline(CompiledPipeline pipeline, const HardwareParams& hw)
   // of the D replicas of its block.
   uint64_t model_flops = 0;
   for (const StageRun& run : runs) model_flops += run.program.model_flops();
-  const nlohmann::ordered_json mfu =
-      mfuSection(model_flops * micro_batches * static_cast<uint64_t>(degrees.dp),
-                 static_cast<uint64_t>(block_chips * degrees.pp), static_cast<double>(step_ps) * 1e-12,
-                 mfuPeakFlopsPerChip(hw, runs[0].program.precision()));
+  const nlohmann::ordered_json mfu = mfuSection(
+      model_flops * micro_batches * static_cast<uint64_t>(degrees.dp), static_cast<uint64_t>(block_chips * degrees.pp),
+      static_cast<double>(step_ps) * 1e-12, mfuPeakFlopsPerChip(hw, runs[0].program.precision()));
   if (mfu.is_null()) {
     out.report.erase("mfu");
   } else {
@@ -370,8 +371,8 @@ RunOutcome runPipeline(const RunRequest& request, const HardwareParams& hw) {
     throw Error(ErrorKind::kResource, "pipeline stage " + stage.at("stage").dump() + " needs " + std::to_string(peak) +
                                           " bytes of HBM (" + std::to_string(peak - more * activation) +
                                           " for one micro-batch + " + std::to_string(more) + " more in flight x " +
-                                          std::to_string(activation) + " activation bytes) but " + hw.name() +
-                                          " has " + std::to_string(capacity));
+                                          std::to_string(activation) + " activation bytes) but " + hw.name() + " has " +
+                                          std::to_string(capacity));
   }
   return out;
 }

@@ -75,8 +75,8 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
     }
     program::Program program = readProgram(request.model_path);
     if (request.precision != "float32") {
-      throw Error(ErrorKind::kInvalidConfig, "--precision applies when compiling a model; " + request.model_path +
-                                                 " is already compiled");
+      throw Error(ErrorKind::kInvalidConfig,
+                  "--precision applies when compiling a model; " + request.model_path + " is already compiled");
     }
     if (request.batch && static_cast<uint64_t>(*request.batch) != program.batch()) {
       throw Error(ErrorKind::kInvalidConfig, "--batch applies when compiling a model; " + request.model_path +
@@ -130,6 +130,7 @@ program::Program compileRequest(const RunRequest& request, const HardwareParams&
   }
   Compiled compiled = compileGraph(built.graph, hw, lower, options);
   if (!isHloPath(request.model_path)) compiled.program.set_precision(request.precision);
+  compiled.program.set_loss(built.loss);
   if (timings) {
     timings->push_back({"import_and_training_graph", built_in.count()});
     timings->insert(timings->end(), compiled.timings.begin(), compiled.timings.end());
@@ -150,8 +151,9 @@ ModelGraph buildHloGraph(const RunRequest& request) {
                     mode + " does not apply; leave --mode out");
   }
   if (request.precision != "float32") {
-    throw Error(ErrorKind::kInvalidConfig, "--precision does not apply to an HLO module: it runs in the dtypes "
-                                           "it was written with (export it under the policy instead)");
+    throw Error(ErrorKind::kInvalidConfig,
+                "--precision does not apply to an HLO module: it runs in the dtypes "
+                "it was written with (export it under the policy instead)");
   }
   if (request.batch) {
     throw Error(ErrorKind::kInvalidConfig,
@@ -235,6 +237,7 @@ ModelGraph buildModelGraph(const RunRequest& request) {
     }
     applyPrecisionPolicy(built.model, precision);
   }
+  built.loss = chooseLoss(built.model, training.loss).description;
   built.graph = buildTrainingGraph(built.model, training);
   if (training.micro_batches > 1) built.model.batch *= training.micro_batches;  // the step's batch
   return built;

@@ -40,23 +40,24 @@ struct RunRequest {
   // With pipeline_parallel > 1 (api/pipeline_run.hpp): "gpipe" or "1f1b", over
   // micro_batches micro-batches of batch / micro_batches examples (then no accumulation).
   std::string pipeline_schedule = "1f1b";
-  ParamOverrides overrides;         // --set key=value, in order
+  ParamOverrides overrides;  // --set key=value, in order
   // Training (docs/frontend.md): the loss, the optimizer and its hyperparameters, warmup,
   // gradient accumulation and rematerialization. Checked by buildTrainingGraph.
   double learning_rate = 0.01;
-  std::string loss = "auto";      // auto, softmax_cross_entropy or mse
-  std::string optimizer = "sgd";  // sgd, momentum, adam, adagrad or lars
-  int64_t warmup_steps = 0;       // linear warmup of the learning rate over this many steps
-  double momentum = 0.9;          // momentum, LARS
-  bool nesterov = false;          // momentum
-  double beta1 = 0.9;             // Adam
-  double beta2 = 0.999;           // Adam
-  double epsilon = 1e-8;          // Adam, Adagrad
-  double weight_decay = 0;        // L2 (AdamW: decoupled)
-  bool adamw = false;             // Adam: decoupled weight decay
-  int64_t micro_batches = 1;      // gradient accumulation over this many slices of the batch (--pp: the pipeline's)
-  std::string remat = "none";     // none or all
-  std::string precision = "float32";  // Keras policy: float32, mixed_bfloat16, mixed_float16 or int8 (inference; frontend/train/precision_policy.hpp)
+  std::string loss = "auto";          // auto, softmax_cross_entropy or mse
+  std::string optimizer = "sgd";      // sgd, momentum, adam, adagrad or lars
+  int64_t warmup_steps = 0;           // linear warmup of the learning rate over this many steps
+  double momentum = 0.9;              // momentum, LARS
+  bool nesterov = false;              // momentum
+  double beta1 = 0.9;                 // Adam
+  double beta2 = 0.999;               // Adam
+  double epsilon = 1e-8;              // Adam, Adagrad
+  double weight_decay = 0;            // L2 (AdamW: decoupled)
+  bool adamw = false;                 // Adam: decoupled weight decay
+  int64_t micro_batches = 1;          // gradient accumulation over this many slices of the batch (--pp: the pipeline's)
+  std::string remat = "none";         // none or all
+  std::string precision = "float32";  // Keras policy: float32, mixed_bfloat16, mixed_float16 or int8 (inference;
+                                      // frontend/train/precision_policy.hpp)
   // Adaptive precision by schedule, "POLICY:STEPS,..." (api/precision_schedule.hpp); empty: none.
   std::string precision_schedule;
   // Adaptive precision by rule, "FROM->TO when STATISTIC>NUMBER [for N]" over
@@ -123,6 +124,7 @@ struct ModelGraph {
   ImportedModel model;
   ir::Graph graph;
   std::string mode;  // training, inference, or as-written (an HLO module)
+  std::string loss;  // training: what chooseLoss says of the loss
 };
 
 // The mode an HLO module runs in: it is already the compiled step (a JAX training
@@ -143,9 +145,9 @@ std::map<std::string, ir::TensorValue> completeFeeds(const ModelGraph& built,
 // step lacks is an invalid-input Error). With `mxu`, matmuls and convolutions are
 // computed with the MXU's numerics (reference/cpu/mxu_gemm.hpp) instead of the
 // reference kernels'.
-std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
-                                                    std::map<std::string, ir::TensorValue> feeds, int threads,
-                                                    std::optional<reference::MxuNumericsOptions> mxu = std::nullopt,
-                                                    const std::optional<std::vector<std::string>>& tensors = std::nullopt);
+std::map<std::string, ir::TensorValue> runReference(
+    const RunRequest& request, std::map<std::string, ir::TensorValue> feeds, int threads,
+    std::optional<reference::MxuNumericsOptions> mxu = std::nullopt,
+    const std::optional<std::vector<std::string>>& tensors = std::nullopt);
 
 }  // namespace tpusim

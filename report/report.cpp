@@ -315,6 +315,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   report["mode"] = program.mode();
   report["batch"] = program.batch();
   if (!program.precision().empty()) report["precision"] = program.precision();
+  if (!program.loss().empty()) report["loss"] = program.loss();
   nlohmann::ordered_json overrides = nlohmann::ordered_json::object();
   for (const auto& [key, value] : info.overrides) overrides[key] = value;
   report["overrides"] = overrides;
@@ -396,6 +397,7 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
   out << "model        " << report["model"].get<std::string>() << "\n";
   out << "hardware     " << report["hw"].get<std::string>() << "  mode " << report["mode"].get<std::string>()
       << "  batch " << report["batch"].get<uint64_t>() << "\n";
+  if (report.contains("loss")) out << "loss         " << report["loss"].get<std::string>() << "\n";
   std::snprintf(line, sizeof(line), "total cycles %llu\nstep time    %.3f us at %.0f MHz\n",
                 static_cast<unsigned long long>(report["total_cycles"].get<uint64_t>()), step * 1e6,
                 report["clock_hz"].get<double>() / 1e6);
@@ -508,34 +510,34 @@ std::string summarizeReport(const nlohmann::ordered_json& report) {
     // data-parallel replicas, so the line names chips and the dp x tp split.
     const uint64_t tp = report.contains("parallelism") ? report["parallelism"]["tp"].get<uint64_t>() : 1;
     const uint64_t chips = ici["replicas"].get<uint64_t>();
-    std::snprintf(line, sizeof(line),
-                  "ICI          %s %s, %llu chips (dp %llu x tp %llu, global batch %llu): %llu collectives of %.3f MiB, "
-                  "in flight %llu cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
-                  ici["topology"].get<std::string>().c_str(), ici["shape"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(chips), static_cast<unsigned long long>(chips / tp),
-                  static_cast<unsigned long long>(tp),
-                  static_cast<unsigned long long>(ici["global_batch"].get<uint64_t>()),
-                  static_cast<unsigned long long>(ici["collective_count"].get<uint64_t>()),
-                  static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),
-                  static_cast<unsigned long long>(ici["communication_cycles"].get<uint64_t>()),
-                  static_cast<unsigned long long>(ici["exposed_communication_cycles"].get<uint64_t>()),
-                  100.0 * ici["mean_link_utilization"].get<double>(),
-                  100.0 * ici["max_link_utilization"].get<double>());
+    std::snprintf(
+        line, sizeof(line),
+        "ICI          %s %s, %llu chips (dp %llu x tp %llu, global batch %llu): %llu collectives of %.3f MiB, "
+        "in flight %llu cycles, exposed %llu; links %.1f%% busy on average, %.1f%% the busiest\n",
+        ici["topology"].get<std::string>().c_str(), ici["shape"].get<std::string>().c_str(),
+        static_cast<unsigned long long>(chips), static_cast<unsigned long long>(chips / tp),
+        static_cast<unsigned long long>(tp), static_cast<unsigned long long>(ici["global_batch"].get<uint64_t>()),
+        static_cast<unsigned long long>(ici["collective_count"].get<uint64_t>()),
+        static_cast<double>(ici["collective_bytes"].get<uint64_t>()) / (1024.0 * 1024.0),
+        static_cast<unsigned long long>(ici["communication_cycles"].get<uint64_t>()),
+        static_cast<unsigned long long>(ici["exposed_communication_cycles"].get<uint64_t>()),
+        100.0 * ici["mean_link_utilization"].get<double>(), 100.0 * ici["max_link_utilization"].get<double>());
     out << line;
   }
   if (report.contains("pipeline")) {
     const auto& p = report["pipeline"];
-    std::snprintf(line, sizeof(line),
-                  "pipeline     %s, %llu stages of %llu layers on %s blocks, %llu micro-batches of %llu: step %llu "
-                  "cycles (%.3f us), bubble %.1f%% (equal stages: %.1f%%); the rest of this summary is stage 0, "
-                  "one micro-batch\n",
-                  p["schedule"].get<std::string>().c_str(), static_cast<unsigned long long>(p["stages"].get<uint64_t>()),
-                  static_cast<unsigned long long>(p["layers"].get<uint64_t>() / p["stages"].get<uint64_t>()),
-                  p["stage_block"].get<std::string>().c_str(),
-                  static_cast<unsigned long long>(p["micro_batches"].get<uint64_t>()),
-                  static_cast<unsigned long long>(p["micro_batch_size"].get<uint64_t>()),
-                  static_cast<unsigned long long>(p["step_cycles"].get<uint64_t>()), p["step_time_s"].get<double>() * 1e6,
-                  100.0 * p["bubble"].get<double>(), 100.0 * p["ideal_bubble"].get<double>());
+    std::snprintf(
+        line, sizeof(line),
+        "pipeline     %s, %llu stages of %llu layers on %s blocks, %llu micro-batches of %llu: step %llu "
+        "cycles (%.3f us), bubble %.1f%% (equal stages: %.1f%%); the rest of this summary is stage 0, "
+        "one micro-batch\n",
+        p["schedule"].get<std::string>().c_str(), static_cast<unsigned long long>(p["stages"].get<uint64_t>()),
+        static_cast<unsigned long long>(p["layers"].get<uint64_t>() / p["stages"].get<uint64_t>()),
+        p["stage_block"].get<std::string>().c_str(),
+        static_cast<unsigned long long>(p["micro_batches"].get<uint64_t>()),
+        static_cast<unsigned long long>(p["micro_batch_size"].get<uint64_t>()),
+        static_cast<unsigned long long>(p["step_cycles"].get<uint64_t>()), p["step_time_s"].get<double>() * 1e6,
+        100.0 * p["bubble"].get<double>(), 100.0 * p["ideal_bubble"].get<double>());
     out << line;
   }
   if (report.contains("host")) {

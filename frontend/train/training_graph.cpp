@@ -292,12 +292,9 @@ const ir::Tensor& singleOutput(const Graph& graph, const char* loss) {
   return graph.tensor(graph.outputs()[0]);
 }
 
-int lossOf(const ImportedModel& model, Graph& graph, LossKind kind) {
-  if (model.has_loss) {
-    if (kind != LossKind::kAuto) {
-      throw Error(ErrorKind::kInvalidConfig,
-                  "the model computes its own loss; a loss option other than auto applies to models without one");
-    }
+int lossOf(const ImportedModel& model, Graph& graph, LossKind requested) {
+  const LossKind kind = chooseLoss(model, requested).kind;
+  if (kind == LossKind::kAuto) {
     for (int output : graph.outputs()) {
       if (graph.tensor(output).role == TensorRole::kLoss) return output;
     }
@@ -309,10 +306,6 @@ int lossOf(const ImportedModel& model, Graph& graph, LossKind kind) {
     return graph.mseLoss("loss", prediction.id, targets);
   }
   const ir::Tensor logits = singleOutput(graph, "softmax cross-entropy");
-  if (logits.shape.size() != 2) {
-    throw Error(ErrorKind::kUnsupported, "training adds softmax cross-entropy to a [batch, classes] output; '" +
-                                             logits.name + "' is " + ir::shapeToString(logits.shape));
-  }
   const int labels = graph.addInput("labels", {logits.shape[0]}, DType::kInt64, TensorRole::kLabel);
   return graph.softmaxCrossEntropy("loss", logits.id, labels);
 }
@@ -408,6 +401,39 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
 }
 
 }  // namespace
+
+LossChoice chooseLoss(const ImportedModel& model, LossKind requested) {
+  if (model.has_loss) {
+    if (requested != LossKind::kAuto) {
+      throw Error(ErrorKind::kInvalidConfig,
+                  "the model computes its own loss; a loss option other than auto applies to models without one");
+    }
+    return {LossKind::kAuto, "the model's own"};
+  }
+  const Graph& graph = model.graph;
+  const bool classes = graph.outputs().size() == 1 && graph.tensor(graph.outputs()[0]).shape.size() == 2 &&
+                       isFloatingDType(graph.tensor(graph.outputs()[0]).dtype);
+  const auto shapeOfOutput = [&](const char* loss) {
+    const ir::Tensor& output = singleOutput(graph, loss);
+    return "'" + output.name + "' is " + ir::shapeToString(output.shape);
+  };
+  switch (requested) {
+    case LossKind::kMse: return {LossKind::kMse, "mean squared error"};
+    case LossKind::kSoftmaxCrossEntropy:
+      if (!classes) {
+        throw Error(ErrorKind::kInvalidConfig, "--loss softmax_cross_entropy needs a [batch, classes] float output; " +
+                                                   shapeOfOutput("softmax cross-entropy") +
+                                                   " (--loss mse, or auto, trains it against targets of its shape)");
+      }
+      return {LossKind::kSoftmaxCrossEntropy, "softmax cross-entropy"};
+    case LossKind::kAuto: break;
+  }
+  if (classes) {
+    return {LossKind::kSoftmaxCrossEntropy,
+            "softmax cross-entropy (--loss auto: " + shapeOfOutput("a loss") + ", [batch, classes])"};
+  }
+  return {LossKind::kMse, "mean squared error (--loss auto: " + shapeOfOutput("a loss") + ", not [batch, classes])"};
+}
 
 Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& options) {
   validateTrainingOptions(options);

@@ -13,7 +13,8 @@
 namespace tpusim {
 
 enum class LossKind {
-  kAuto,                 // the model's own loss, else softmax cross-entropy on its single [batch, classes] output
+  kAuto,                 // the model's own loss, else softmax cross-entropy on a single [batch, classes] output,
+                         // else mean squared error on the single output
   kSoftmaxCrossEntropy,  // on the single [batch, classes] output, against int64 "labels" [batch]
   kMse,                  // mean squared error of the single output against a float "targets" of its shape
 };
@@ -45,6 +46,15 @@ Remat parseRemat(const std::string& name);
 void validateTrainingOptions(const TrainingOptions& options);
 
 ir::Graph buildTrainingGraph(const ImportedModel& model, const TrainingOptions& options);
+
+// The loss training adds (or the model's own) for `requested`, and a line that says which and,
+// for kAuto, why: "mean squared error (--loss auto: output 'y' is [2, 3, 8, 8], not [batch,
+// classes])". kSoftmaxCrossEntropy on another output is a kInvalidConfig error naming the flag.
+struct LossChoice {
+  LossKind kind = LossKind::kAuto;  // kAuto: the model's own
+  std::string description;
+};
+LossChoice chooseLoss(const ImportedModel& model, LossKind requested);
 
 // The forward pass; a loss the model computes itself is dropped, and its
 // logits become the output.
