@@ -476,6 +476,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
                             intAttribute(node, "axis", 0)));
     } else if (type == "Conv") {
       importConv(node, label);
+    } else if (type == "ConvTranspose") {
+      importConvTranspose(node, label);
     } else if (type == "BatchNormalization") {
       importBatchNorm(node, label);
     } else if (type == "Pow") {
@@ -558,7 +560,8 @@ using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
   return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, Constant, "
-         "ConstantOfShape, Conv, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, Gelu, "
+         "ConstantOfShape, Conv, ConvTranspose, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, "
+         "Gelu, "
          "Gemm, GlobalAveragePool, Greater, GreaterOrEqual, HardSigmoid, HardSwish, Identity, "
          "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
          "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, Range, Reciprocal, ReduceMean, "

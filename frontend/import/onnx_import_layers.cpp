@@ -165,46 +165,6 @@ void Importer::importPool(const onnx::NodeProto& node, const std::string& label,
   if (node.output_size() == 2) defineOutput(node, 1, g.poolArgmax(name + ".indices", x, geometry));
 }
 
-void Importer::importConv(const onnx::NodeProto& node, const std::string& label) {
-  expectInputCount(node, 2, 3, label);
-  rejectAttributesExcept(node, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
-  ir::Graph& g = m_result.graph;
-  const int x = value(node.input(0), label);
-  const int w = value(node.input(1), label);
-  const ir::Shape x_shape = g.tensor(x).shape;
-  const ir::Shape w_shape = g.tensor(w).shape;
-  if (x_shape.size() != 4 || w_shape.size() != 4) {
-    throw Error(ErrorKind::kUnsupported, label + ": only 2-D convolutions ([N, C, H, W]) are supported yet");
-  }
-  const std::vector<int64_t> kernel = intsAttribute(node, "kernel_shape", {w_shape[2], w_shape[3]});
-  if (kernel != std::vector<int64_t>{w_shape[2], w_shape[3]})
-    invalid(label + ": kernel_shape does not match the weights");
-  ir::ConvGeometry geometry;
-  geometry.strides = intsAttribute(node, "strides", {1, 1});
-  geometry.dilations = intsAttribute(node, "dilations", {1, 1});
-  geometry.pads = intsAttribute(node, "pads", {0, 0, 0, 0});
-  geometry.group = intAttribute(node, "group", 1);
-  if (geometry.strides.size() != 2 || geometry.dilations.size() != 2 || geometry.pads.size() != 4) {
-    invalid(label + ": strides, dilations and pads must have 2, 2 and 4 entries");
-  }
-  const auto* auto_pad = attribute(node, "auto_pad");
-  const std::string mode = auto_pad ? auto_pad->s() : "NOTSET";
-  if (mode == "SAME_UPPER" || mode == "SAME_LOWER") {
-    samePadding(mode, x_shape, kernel, geometry.strides, geometry.dilations, geometry.pads);
-  } else if (mode == "VALID") {
-    geometry.pads = {0, 0, 0, 0};
-  } else if (mode != "NOTSET") {
-    invalid(label + ": unknown auto_pad '" + mode + "'");
-  }
-  const std::string name = opName(node);
-  int out = g.conv(name, x, w, geometry);
-  if (node.input_size() == 3 && !node.input(2).empty()) {
-    const int bias = value(node.input(2), label);
-    out = g.add(name + ".bias", out, g.reshape(name + ".bias_shape", bias, {w_shape[0], 1, 1}));
-  }
-  define(node, out);
-}
-
 int Importer::scalarConstant(const std::string& name, DType dtype, float value) {
   const int id = m_result.graph.addConstant(name, {}, dtype);
   m_result.initializers.emplace(name, ir::TensorValue{{}, dtype, {value}, {}});

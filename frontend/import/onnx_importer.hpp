@@ -170,6 +170,23 @@ class Importer {
 
   // Conv over [N, C, H, W], with an optional bias added as [M, 1, 1].
   void importConv(const onnx::NodeProto& node, const std::string& label);
+  void importConvTranspose(const onnx::NodeProto& node, const std::string& label);
+  // A Conv's or ConvTranspose's attributes for its spatial rank (1 or 2; else unsupported).
+  struct ConvAttributes {
+    size_t rank = 2;
+    std::vector<int64_t> kernel, strides, dilations, pads;
+    int64_t group = 1;
+    std::string auto_pad;
+  };
+  ConvAttributes convAttributes(const onnx::NodeProto& node, const std::string& label, const ir::Shape& x_shape,
+                                const ir::Shape& w_shape) const;
+  // The 2-D geometry it runs as (a 1-D one over a unit height).
+  static ir::ConvGeometry geometry2d(const ConvAttributes& attributes);
+  // A [N, C, L] tensor (or weights [M, C, K]) viewed as [N, C, 1, L]; a 4-D one as it is.
+  int as2d(int tensor, const std::string& name);
+  // `out` plus the node's optional bias input [C], broadcast over the `rank` spatial dimensions.
+  int withBias(const onnx::NodeProto& node, const std::string& label, const std::string& name, int out, size_t rank,
+               int64_t channels);
 
   // A scalar constant of `dtype`, for the decompositions below.
   int scalarConstant(const std::string& name, DType dtype, float value);

@@ -289,6 +289,10 @@ class Graph {
   int poolArgmax(const std::string& name, int x, const PoolGeometry& geometry);
   int conv(const std::string& name, int x, int w, const ConvGeometry& geometry);
   int convGradInput(const std::string& name, int dy, int w, const Shape& x_shape, const ConvGeometry& geometry);
+  // ONNX ConvTranspose of x [N, C, H, W] by w [C, M / group, KH, KW] into `out_shape` [N, M, OH, OW]:
+  // the input gradient of the Conv of an `out_shape` tensor by w (kConvGradInput), whose output
+  // must then be x's shape.
+  int convTranspose(const std::string& name, int x, int w, const Shape& out_shape, const ConvGeometry& geometry);
   int convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& geometry);
   // axis may be negative (counted from the end).
   int softmax(const std::string& name, int x, int64_t axis, bool log);

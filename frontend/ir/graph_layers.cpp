@@ -101,6 +101,35 @@ int Graph::convGradInput(const std::string& name, int dy, int w, const Shape& x_
   return append(std::move(op), name + ":out", x_shape, dtype, TensorRole::kGradient);
 }
 
+int Graph::convTranspose(const std::string& name, int x, int w, const Shape& out_shape, const ConvGeometry& g) {
+  const Tensor& tx = checked(x, name);
+  const Tensor& tw = checked(w, name);
+  if (tx.shape.size() != 4 || tw.shape.size() != 4 || out_shape.size() != 4) {
+    throw Error(ErrorKind::kUnsupported,
+                "op '" + name + "': only 2-D transposed convolutions ([N, C, H, W]) are supported yet, got " +
+                    shapeToString(tx.shape) + " and " + shapeToString(tw.shape));
+  }
+  if (tx.dtype != tw.dtype || !isFloat(tx.dtype)) shapeError(name, "ConvTranspose operands must share one float dtype");
+  if (g.group < 1 || tx.shape[1] != tw.shape[0] || tw.shape[0] % g.group != 0 ||
+      out_shape[1] != tw.shape[1] * g.group || out_shape[0] != tx.shape[0]) {
+    shapeError(name, "input " + shapeToString(tx.shape) + ", weights " + shapeToString(tw.shape) + " and output " +
+                         shapeToString(out_shape) + " do not match group " + std::to_string(g.group));
+  }
+  // The Conv it transposes takes `out_shape` back to x's.
+  for (size_t d = 0; d < 2; ++d) {
+    const int64_t span = g.dilations[d] * (tw.shape[2 + d] - 1) + 1;
+    const int64_t padded = out_shape[2 + d] + g.pads[d] + g.pads[d + 2];
+    if (g.strides[d] < 1 || g.dilations[d] < 1 || padded < span ||
+        (padded - span) / g.strides[d] + 1 != tx.shape[2 + d]) {
+      shapeError(name, "output " + shapeToString(out_shape) + " does not convolve back to the input " +
+                           shapeToString(tx.shape) + " with these strides, pads and dilations");
+    }
+  }
+  Op op = makeOp(name, OpType::kConvGradInput, {x, w});
+  op.conv = g;
+  return append(std::move(op), name + ":out", out_shape, tx.dtype, TensorRole::kActivation);
+}
+
 int Graph::convGradWeight(const std::string& name, int x, int dy, const Shape& w_shape, const ConvGeometry& g) {
   const DType dtype = checked(dy, name).dtype;
   checked(x, name);

@@ -272,6 +272,10 @@ class Backward {
         if (needs(a)) accumulate(a, m_graph.convGradInput(base + "_x", dy, b, m_graph.tensor(a).shape, op.conv));
         if (needs(b)) accumulate(b, m_graph.convGradWeight(base + "_w", a, dy, m_graph.tensor(b).shape, op.conv));
         break;
+      case OpType::kConvGradInput:  // a ConvTranspose: the adjoint of the Conv it transposes
+        if (needs(a)) accumulate(a, m_graph.conv(base + "_x", dy, b, op.conv));
+        if (needs(b)) accumulate(b, m_graph.convGradWeight(base + "_w", dy, a, m_graph.tensor(b).shape, op.conv));
+        break;
       default: throw Error(ErrorKind::kUnsupported, "op '" + op.name + "': no gradient for " + ir::opTypeName(op.type));
     }
   }
@@ -501,6 +505,9 @@ Graph buildInferenceGraph(const ImportedModel& model) {
         out = graph.stridedSlice(op.name, in(0), op.starts, op.steps, source.tensor(op.outputs[0]).shape);
         break;
       case OpType::kConv: out = graph.conv(op.name, in(0), in(1), op.conv); break;
+      case OpType::kConvGradInput:
+        out = graph.convTranspose(op.name, in(0), in(1), source.tensor(op.outputs[0]).shape, op.conv);
+        break;
       case OpType::kWhere: out = graph.where(op.name, in(0), in(1), in(2)); break;
       case OpType::kMaximum:
       case OpType::kMinimum: out = graph.binary(op.type, op.name, in(0), in(1)); break;

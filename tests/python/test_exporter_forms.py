@@ -223,3 +223,87 @@ def test_clip_max_min_floor_ceil_sign_round(tmp_path):
                 "round": np.round(x)}  # numpy rounds halves to even, as ONNX's Round
     for name, value in expected.items():
         np.testing.assert_array_equal(out[name], value, err_msg=name)
+
+
+def conv1d(x, w, stride, pad, dilation):
+    """numpy: y[n, m, o] = sum_c,k x[n, c, o stride + k dilation - pad] w[m, c, k]."""
+    n, c, length = x.shape
+    m, _, kernel = w.shape
+    padded = np.pad(x, [(0, 0), (0, 0), (pad, pad)])
+    out = (length + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1
+    y = np.zeros((n, m, out))
+    for o in range(out):
+        for k in range(kernel):
+            y[:, :, o] += padded[:, :, o * stride + k * dilation] @ w[:, :, k].T
+    return y
+
+
+def conv_transpose1d(x, w, stride, pad, output_padding):
+    """numpy: y[n, m, i stride + k - pad] += x[n, c, i] w[c, m, k], then the pads cut off."""
+    n, c, length = x.shape
+    _, m, kernel = w.shape
+    full = stride * (length - 1) + kernel + output_padding
+    y = np.zeros((n, m, full))
+    for i in range(length):
+        for k in range(kernel):
+            y[:, :, i * stride + k] += x[:, :, i] @ w[:, :, k]
+    return y[:, :, pad:full - pad]
+
+
+def test_a_1d_convolution_computes_and_trains_like_numpy(tmp_path):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 11)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3)).astype(np.float32)
+    nodes = [oh.make_node("Conv", ["x", "w"], ["y"], strides=[2], pads=[1, 1], dilations=[2])]
+    out_len = (11 + 2 - 4 - 1) // 2 + 1
+    path = save(tmp_path, "conv1d", nodes, [oh.make_tensor_value_info("x", F, [2, 3, 11])],
+                [oh.make_tensor_value_info("y", F, [2, 4, out_len])], [onh.from_array(w, "w")])
+    y = conv1d(x.astype(np.float64), w.astype(np.float64), 2, 1, 2)
+    np.testing.assert_allclose(tpusim.reference(path, {"x": x}, mode="inference", batch=2)["y"], y, rtol=1e-5,
+                               atol=1e-5)
+    lr = 0.05
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros_like(y, np.float32)}, batch=2, learning_rate=lr,
+                           loss="mse")
+    dy = 2 * y / y.size
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (1, 1)])
+    dw = np.stack([np.einsum("nmo,nco->mc", dy, padded[:, :, k * 2:k * 2 + 2 * out_len:2]) for k in range(3)], -1)
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_conv_transpose_computes_and_trains_like_numpy(tmp_path, rank):
+    """Stride 2, pads 1, output_padding 1; in 2-D the same along both axes, checked axis by axis
+    on a weight that is an outer product (so the 2-D transposed convolution separates)."""
+    rng = np.random.default_rng(10)
+    length, kernel = 5, 3
+    out_len = 2 * (length - 1) + kernel + 1 - 2
+    if rank == 1:
+        x = rng.standard_normal((2, 3, length)).astype(np.float32)
+        w = rng.standard_normal((3, 4, kernel)).astype(np.float32)
+        y = conv_transpose1d(x.astype(np.float64), w.astype(np.float64), 2, 1, 1)
+        shape_x, shape_y = [2, 3, length], [2, 4, out_len]
+        attrs = dict(strides=[2], pads=[1, 1], output_padding=[1])
+    else:
+        x = rng.standard_normal((2, 3, 1, length)).astype(np.float32)
+        w = rng.standard_normal((3, 4, 1, kernel)).astype(np.float32)
+        y = conv_transpose1d(x[:, :, 0].astype(np.float64), w[:, :, 0].astype(np.float64), 2, 1, 1)[:, :, None, :]
+        shape_x, shape_y = [2, 3, 1, length], [2, 4, 1, out_len]
+        attrs = dict(strides=[1, 2], pads=[0, 1, 0, 1], output_padding=[0, 1])
+    nodes = [oh.make_node("ConvTranspose", ["x", "w"], ["y"], **attrs)]
+    path = save(tmp_path, f"convtranspose{rank}d", nodes, [oh.make_tensor_value_info("x", F, shape_x)],
+                [oh.make_tensor_value_info("y", F, shape_y)], [onh.from_array(w, "w")])
+    np.testing.assert_allclose(tpusim.reference(path, {"x": x}, mode="inference", batch=2)["y"], y, rtol=1e-5,
+                               atol=1e-5)
+    lr = 0.05
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros_like(y, np.float32)}, batch=2, learning_rate=lr,
+                           loss="mse")
+    # dL/dw[c, m, k] = sum over n, i of x[n, c, i] dy[n, m, 2 i + k - 1] (inside the output)
+    dy = (2 * y / y.size).reshape(2, 4, out_len)
+    xs = x.reshape(2, 3, length).astype(np.float64)
+    dw = np.zeros((3, 4, kernel))
+    for i in range(length):
+        for k in range(kernel):
+            o = 2 * i + k - 1
+            if 0 <= o < out_len:
+                dw[:, :, k] += xs[:, :, i].T @ dy[:, :, o]
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw.reshape(w.shape), rtol=1e-4, atol=1e-6)

@@ -137,6 +137,10 @@ const std::set<std::string> kRefused = {
     "test_training_dropout_mask", "test_reshape_allowzero_reordered", "test_slice_start_out_of_bounds",
     "test_split_zero_size_splits"};
 
+// Cases of supported ops in forms not built yet (docs/frontend.md): 3-D convolutions. Each
+// must be refused with an "unsupported" error naming the limit.
+const std::set<std::string> kNotBuiltYet = {"test_convtranspose_3d"};
+
 onnx::ModelProto loadModel(const fs::path& path) {
   std::ifstream file(path, std::ios::binary);
   onnx::ModelProto model;
@@ -294,6 +298,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
   int older_opset = 0;
   int relabelled = 0;
   int other_types = 0;
+  int not_built = 0;
   int refused = 0;
   int repaired = 0;
   std::map<std::string, int> passed_by_op;
@@ -336,8 +341,8 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
       ++other_types;
       continue;
     }
-    if (kRefused.count(dir.filename().string())) {
-      ++refused;
+    if (kRefused.count(dir.filename().string()) || kNotBuiltYet.count(dir.filename().string())) {
+      ++(kRefused.count(dir.filename().string()) ? refused : not_built);
       try {
         runCase(dir, runnable, cuda);
         ADD_FAILURE() << dir.filename().string() << " should be refused";
@@ -368,6 +373,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
             << " more use value types tpusim lacks (string, int16, sequences, ...), not read; " << refused
             << " refused by design (random training-mode Dropout, zero-size tensors), each checked to be an "
                "unsupported error; "
+            << not_built << " in forms not built yet (3-D convolutions), each checked to be an unsupported error; "
             << repaired << " run with a model attribute repaired to match its outputs (onnx/onnx#7749)\n";
   for (const auto& [op, count] : passed_by_op) std::cout << "  " << op << ": " << count << " passed\n";
   std::cout << "CUDA executor on the host device: " << cuda.ran
