@@ -459,8 +459,9 @@ void Importer::importNode(const onnx::NodeProto& node) {
     } else if (type == "Reshape" || type == "Flatten" || type == "Squeeze" || type == "Unsqueeze") {
       const int x = value(node.input(0), label);
       define(node, g.reshape(opName(node), x, viewShape(node, label, g.tensor(x).shape)));
-    } else if (type == "ReduceSum" || type == "ReduceMean") {
-      importReduce(node, label, type == "ReduceMean");
+    } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin" ||
+               type == "ReduceSumSquare" || type == "ReduceL1" || type == "ReduceL2" || type == "ReduceLogSumExp") {
+      importReduce(node, label);
     } else if (type == "Concat") {
       rejectAttributesExcept(node, {"axis"});
       if (!attribute(node, "axis")) invalid(label + ": Concat needs an axis");
@@ -489,13 +490,14 @@ void Importer::importNode(const onnx::NodeProto& node) {
                            value(node.input(2), label)));
     } else if (type == "MaxPool" || type == "AveragePool") {
       importPool(node, label, type == "MaxPool");
-    } else if (type == "GlobalAveragePool") {
+    } else if (type == "GlobalAveragePool" || type == "GlobalMaxPool") {
       expectInputs(node, 1, 1);
       const int x = value(node.input(0), label);
       std::vector<int64_t> spatial;
       for (size_t d = 2; d < g.tensor(x).shape.size(); ++d) spatial.push_back(static_cast<int64_t>(d));
-      if (spatial.empty()) invalid(label + ": GlobalAveragePool needs [N, C, spatial...]");
-      define(node, g.reduce(opName(node), x, ir::Reduction::kMean, spatial, true));
+      if (spatial.empty()) invalid(label + ": " + type + " needs [N, C, spatial...]");
+      define(node, g.reduce(opName(node), x, type == "GlobalMaxPool" ? ir::Reduction::kMax : ir::Reduction::kMean,
+                            spatial, true));
     } else if (type == "Slice") {
       importSlice(node, label);
     } else if (type == "Split") {
@@ -560,12 +562,12 @@ using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
   return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, Constant, "
-         "ConstantOfShape, Conv, ConvTranspose, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, Gather, "
-         "Gelu, "
-         "Gemm, GlobalAveragePool, Greater, GreaterOrEqual, HardSigmoid, HardSwish, Identity, "
-         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
-         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, Range, Reciprocal, ReduceMean, "
-         "ReduceSum, Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
+         "ConstantOfShape, Conv, ConvTranspose, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, "
+         "Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, HardSigmoid, "
+         "HardSwish, Identity, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, "
+         "Max, MaxPool, Min, Mish, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, "
+         "Range, Reciprocal, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, "
+         "ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
          "SoftmaxCrossEntropyLoss, Softplus, Softsign, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, "
          "Where";
 }

@@ -464,27 +464,40 @@ void Importer::importDropout(const onnx::NodeProto& node, const std::string& lab
   }
 }
 
-void Importer::importReduce(const onnx::NodeProto& node, const std::string& label, bool mean) {
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, and ReduceSumSquare, ReduceL1, ReduceL2 and
+// ReduceLogSumExp as a Reduce of x^2, |x|, x^2 then a square root, e^x then a log (ONNX's
+// definitions, log(sum(e^x)) unshifted as its reference). The axes are the `axes` attribute
+// (opset 13's ReduceMean, Max, Min and the rest) or the constant second input (ReduceSum, and
+// every reduction from opset 18); none reduces every axis, or nothing with noop_with_empty_axes.
+void Importer::importReduce(const onnx::NodeProto& node, const std::string& label) {
+  const std::string& type = node.op_type();
   ir::Graph& g = m_result.graph;
-  const int x = value(node.input(0), label);
+  expectInputCount(node, 1, 2, label);
+  rejectAttributesExcept(node, {"axes", "keepdims", "noop_with_empty_axes"});
+  const std::string name = opName(node);
+  int x = value(node.input(0), label);
   const auto rank = static_cast<int64_t>(g.tensor(x).shape.size());
   std::vector<int64_t> axes;
-  if (mean) {
-    expectInputCount(node, 1, 1, label);
-    rejectAttributesExcept(node, {"axes", "keepdims"});
-    if (const auto* attr = attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
-  } else {
-    expectInputCount(node, 1, 2, label);
-    rejectAttributesExcept(node, {"keepdims", "noop_with_empty_axes"});
-    if (node.input_size() == 2 && !node.input(1).empty()) axes = constantInts(node, 1, label);
-    if (axes.empty() && intAttribute(node, "noop_with_empty_axes", 0) != 0) {
-      define(node, g.reshape(opName(node), x, g.tensor(x).shape));  // reduces nothing
-      return;
-    }
+  if (const auto* attr = attribute(node, "axes")) axes.assign(attr->ints().begin(), attr->ints().end());
+  if (node.input_size() == 2 && !node.input(1).empty()) axes = constantInts(node, 1, label);
+  if (axes.empty() && intAttribute(node, "noop_with_empty_axes", 0) != 0) {
+    define(node, g.reshape(name, x, g.tensor(x).shape));  // reduces nothing
+    return;
   }
   for (int64_t& axis : axes) axis = normalizeAxis(axis, rank, label);
-  define(node, g.reduce(opName(node), x, mean ? ir::Reduction::kMean : ir::Reduction::kSum, axes,
-                        intAttribute(node, "keepdims", 1) != 0));
+  const bool keepdims = intAttribute(node, "keepdims", 1) != 0;
+  ir::Reduction reduction = ir::Reduction::kSum;
+  if (type == "ReduceMean") reduction = ir::Reduction::kMean;
+  if (type == "ReduceMax") reduction = ir::Reduction::kMax;
+  if (type == "ReduceMin") reduction = ir::Reduction::kMin;
+  if (type == "ReduceSumSquare" || type == "ReduceL2") x = g.binary(ir::OpType::kMul, name + ".square", x, x);
+  if (type == "ReduceL1") x = g.unary(ir::UnaryKind::kAbs, name + ".abs", x);
+  if (type == "ReduceLogSumExp") x = g.unary(ir::UnaryKind::kExp, name + ".exp", x);
+  const bool then = type == "ReduceL2" || type == "ReduceLogSumExp";
+  int out = g.reduce(then ? name + ".sum" : name, x, reduction, axes, keepdims);
+  if (type == "ReduceL2") out = g.unary(ir::UnaryKind::kSqrt, name, out);
+  if (type == "ReduceLogSumExp") out = g.unary(ir::UnaryKind::kLog, name, out);
+  define(node, out);
 }
 
 }  // namespace tpusim::onnx_detail

@@ -204,7 +204,7 @@ class Importer {
   void importSplit(const onnx::NodeProto& node, const std::string& label);
 
   // ReduceSum takes its axes as an input (opset 13), ReduceMean as an attribute.
-  void importReduce(const onnx::NodeProto& node, const std::string& label, bool mean);
+  void importReduce(const onnx::NodeProto& node, const std::string& label);
 
   static void expectInputCount(const onnx::NodeProto& node, int min, int max, const std::string& label);
 

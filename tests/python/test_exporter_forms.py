@@ -307,3 +307,28 @@ def test_conv_transpose_computes_and_trains_like_numpy(tmp_path, rank):
             if 0 <= o < out_len:
                 dw[:, :, k] += xs[:, :, i].T @ dy[:, :, o]
     np.testing.assert_allclose(out["w:updated"], w - lr * dw.reshape(w.shape), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["ReduceL2", "ReduceLogSumExp", "ReduceMax"])
+def test_composed_reductions_train_like_numpy(tmp_path, op):
+    """y = Reduce(x w) over axis 1 (opset 13: the axes an attribute), loss mean(y^2): w's SGD step."""
+    rng = np.random.default_rng(11)
+    x = rng.uniform(0.5, 2, (6, 5)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 5).astype(np.float32)
+    nodes = [oh.make_node("Mul", ["x", "w"], ["z"]), oh.make_node(op, ["z"], ["y"], axes=[1], keepdims=0)]
+    path = save(tmp_path, op, nodes, [oh.make_tensor_value_info("x", F, [6, 5])],
+                [oh.make_tensor_value_info("y", F, [6])], [onh.from_array(w, "w")], opset=13)
+    z = x.astype(np.float64) * w
+    if op == "ReduceL2":
+        y = np.sqrt((z * z).sum(1))
+        dz = z / y[:, None]
+    elif op == "ReduceLogSumExp":
+        y = np.log(np.exp(z).sum(1))
+        dz = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    else:
+        y = z.max(1)
+        dz = (z == y[:, None]).astype(np.float64)
+    lr = 0.1
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros(6, np.float32)}, batch=6, learning_rate=lr, loss="mse")
+    dw = ((2 * y / y.size)[:, None] * dz * x).sum(0)
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
