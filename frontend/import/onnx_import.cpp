@@ -410,7 +410,21 @@ void Importer::importNode(const onnx::NodeProto& node) {
       define(node, out);
     } else if (type == "MatMul") {
       expectInputs(node, 2, 2);
-      define(node, g.matmul(opName(node), value(node.input(0), label), value(node.input(1), label), false, false));
+      const std::string name = opName(node);
+      int a = value(node.input(0), label), b = value(node.input(1), label);
+      // numpy's 1-D operands: a [K] is a row [1, K], b [K] a column [K, 1]; the unit dimension
+      // is dropped from the product.
+      const bool row = g.tensor(a).shape.size() == 1, column = g.tensor(b).shape.size() == 1;
+      if (row) a = g.reshape(name + ".row", a, {1, g.tensor(a).shape[0]});
+      if (column) b = g.reshape(name + ".column", b, {g.tensor(b).shape[0], 1});
+      int out = g.matmul(row || column ? name + ".2d" : name, a, b, false, false);
+      if (row || column) {
+        ir::Shape shape = g.tensor(out).shape;
+        if (column) shape.pop_back();
+        if (row) shape.erase(shape.end() - 1 - (column ? 0 : 1));
+        out = g.reshape(name, out, shape);
+      }
+      define(node, out);
     } else if (type == "Add" || type == "Sub" || type == "Mul" || type == "Div") {
       expectInputs(node, 2, 2);
       const ir::OpType op = type == "Add"   ? ir::OpType::kAdd
@@ -446,6 +460,28 @@ void Importer::importNode(const onnx::NodeProto& node) {
       expectInputs(node, 2, 2);
       rejectAttributesExcept(node, {});
       define(node, g.compare(*direction, opName(node), value(node.input(0), label), value(node.input(1), label)));
+    } else if (type == "And" || type == "Or" || type == "Xor") {
+      expectInputs(node, 2, 2);
+      rejectAttributesExcept(node, {});
+      const std::string name = opName(node);
+      const int a = value(node.input(0), label), b = value(node.input(1), label);
+      if (g.tensor(a).dtype != DType::kBool || g.tensor(b).dtype != DType::kBool) {
+        invalid(label + ": " + type + " needs bool inputs");
+      }
+      // a != b, or a select with a bool constant: And = a ? b : false, Or = a ? true : b.
+      if (type == "Xor") {
+        define(node, g.compare(ir::CompareDirection::kNe, name, a, b));
+      } else {
+        const bool value_of = type == "Or";
+        const int constant = g.addConstant(name + (value_of ? ".true" : ".false"), {}, DType::kBool);
+        m_result.initializers.emplace(name + (value_of ? ".true" : ".false"),
+                                      ir::TensorValue{{}, DType::kBool, {}, {value_of ? 1 : 0}});
+        define(node, value_of ? g.where(name, a, constant, b) : g.where(name, a, b, constant));
+      }
+    } else if (type == "Tile" || type == "DepthToSpace" || type == "SpaceToDepth") {
+      importRearrange(node, label);
+    } else if (type == "InstanceNormalization" || type == "GroupNormalization") {
+      importGroupedNorm(node, label);
     } else if (type == "Not") {
       expectInputs(node, 1, 1);
       rejectAttributesExcept(node, {});
@@ -561,15 +597,16 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Adagrad, Adam, Add, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, Constant, "
-         "ConstantOfShape, Conv, ConvTranspose, Div, Dropout, Elu, Equal, Erf, Exp, Expand, Flatten, Floor, "
-         "Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, HardSigmoid, "
-         "HardSwish, Identity, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, "
-         "Max, MaxPool, Min, Mish, Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Pad, Pow, PRelu, "
-         "Range, Reciprocal, ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, "
-         "ReduceSum, ReduceSumSquare, Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
-         "SoftmaxCrossEntropyLoss, Softplus, Softsign, Split, Sqrt, Squeeze, Sub, Tanh, Transpose, Unsqueeze, "
-         "Where";
+  return "Abs, Adagrad, Adam, Add, And, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, "
+         "Constant, ConstantOfShape, Conv, ConvTranspose, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, "
+         "Expand, Flatten, Floor, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
+         "GreaterOrEqual, GroupNormalization, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
+         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
+         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Or, Pad, Pow, PRelu, Range, Reciprocal, "
+         "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, "
+         "Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, "
+         "Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, Transpose, Unsqueeze, "
+         "Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {

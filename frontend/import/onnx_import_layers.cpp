@@ -74,6 +74,71 @@ ir::Shape Importer::viewShape(const onnx::NodeProto& node, const std::string& la
   return out;
 }
 
+Importer::Normalized Importer::normalized(const std::string& name, int x, const std::vector<int64_t>& axes,
+                                          float epsilon_value) {
+  ir::Graph& g = m_result.graph;
+  const DType dtype = g.tensor(x).dtype;
+  const std::string epsilon_name = name + ".epsilon";
+  const int epsilon = g.addConstant(epsilon_name, {}, dtype);
+  m_result.initializers.emplace(epsilon_name, ir::TensorValue{{}, dtype, {epsilon_value}, {}});
+  const int mean = g.reduce(name + ".mean", x, ir::Reduction::kMean, axes, true);
+  const int centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
+  const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
+  const int variance = g.reduce(name + ".variance", squares, ir::Reduction::kMean, axes, true);
+  const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
+  const int inv = g.unary(ir::UnaryKind::kReciprocal, name + ".inv_stddev", stddev);
+  return {g.binary(ir::OpType::kMul, name + ".normalized", centered, inv), mean, inv};
+}
+
+// InstanceNormalization: each (n, c) over its spatial positions, then scale and B per channel.
+// GroupNormalization: each group of num_groups over its channels and positions; scale and bias
+// per channel (opset 21) or, as opset 18 wrote them, per group.
+void Importer::importGroupedNorm(const onnx::NodeProto& node, const std::string& label) {
+  const bool instance = node.op_type() == "InstanceNormalization";
+  expectInputCount(node, 3, 3, label);
+  if (instance) {
+    rejectAttributesExcept(node, {"epsilon"});
+  } else {
+    rejectAttributesExcept(node, {"epsilon", "num_groups", "stash_type"});
+    if (intAttribute(node, "stash_type", 1) != 1) {
+      throw Error(ErrorKind::kUnsupported, label + ": only stash_type 1 (float statistics) is supported");
+    }
+  }
+  ir::Graph& g = m_result.graph;
+  const std::string name = opName(node);
+  const int x = value(node.input(0), label);
+  const ir::Shape shape = g.tensor(x).shape;
+  if (shape.size() < 3) invalid(label + ": " + node.op_type() + " needs [N, C, spatial...]");
+  const int64_t channels = shape[1];
+  const int64_t groups = instance ? channels : intAttribute(node, "num_groups", 0);
+  if (groups < 1 || channels % groups != 0) {
+    invalid(label + ": num_groups " + std::to_string(groups) + " does not divide " + std::to_string(channels) +
+            " channels");
+  }
+  // [N, G, C / G x spatial]: one row per group (an instance is a group of one channel).
+  const ir::Shape grouped = {shape[0], groups, ir::elementCount(shape) / (shape[0] * groups)};
+  const int rows = g.reshape(name + ".grouped", x, grouped);
+  const Normalized n = normalized(name, rows, {2}, floatAttribute(node, "epsilon", 1e-5f));
+  const int scale = value(node.input(1), label), bias = value(node.input(2), label);
+  const int64_t per = ir::elementCount(g.tensor(scale).shape);
+  if (per != channels && per != groups) {
+    invalid(label + ": scale has " + std::to_string(per) + " values for " + std::to_string(channels) + " channels in " +
+            std::to_string(groups) + " groups");
+  }
+  int y = -1;
+  if (per == channels) {  // per channel, on x's shape
+    ir::Shape per_channel(shape.size() - 1, 1);
+    per_channel[0] = channels;
+    y = g.reshape(name + ".ungrouped", n.y, shape);
+    y = g.binary(ir::OpType::kMul, name + ".scaled", y, g.reshape(name + ".scale_shape", scale, per_channel));
+    y = g.add(name, y, g.reshape(name + ".bias_shape", bias, per_channel));
+  } else {  // per group (opset 18), on the grouped rows
+    y = g.binary(ir::OpType::kMul, name + ".scaled", n.y, g.reshape(name + ".scale_shape", scale, {groups, 1}));
+    y = g.reshape(name, g.add(name + ".shifted", y, g.reshape(name + ".bias_shape", bias, {groups, 1})), shape);
+  }
+  define(node, y);
+}
+
 void Importer::importLayerNorm(const onnx::NodeProto& node, const std::string& label) {
   expectInputCount(node, 2, 3, label);
   rejectAttributesExcept(node, {"axis", "epsilon", "stash_type"});
@@ -88,18 +153,9 @@ void Importer::importLayerNorm(const onnx::NodeProto& node, const std::string& l
   const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
   std::vector<int64_t> axes;
   for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
-  const std::string epsilon_name = name + ".epsilon";
-  const int epsilon = g.addConstant(epsilon_name, {}, input.dtype);
-  m_result.initializers.emplace(epsilon_name,
-                                ir::TensorValue{{}, input.dtype, {floatAttribute(node, "epsilon", 1e-5f)}, {}});
-  const int mean = g.reduce(name + ".mean", x, ir::Reduction::kMean, axes, true);
-  const int centered = g.binary(ir::OpType::kSub, name + ".centered", x, mean);
-  const int squares = g.binary(ir::OpType::kMul, name + ".squares", centered, centered);
-  const int variance = g.reduce(name + ".variance", squares, ir::Reduction::kMean, axes, true);
-  const int stddev = g.unary(ir::UnaryKind::kSqrt, name + ".stddev", g.add(name + ".var_eps", variance, epsilon));
-  const int inv = g.unary(ir::UnaryKind::kReciprocal, name + ".inv_stddev", stddev);
-  int y = g.binary(ir::OpType::kMul, name + ".normalized", centered, inv);
-  y = g.binary(ir::OpType::kMul, name + ".scaled", y, value(node.input(1), label));
+  const Normalized n = normalized(name, x, axes, floatAttribute(node, "epsilon", 1e-5f));
+  const int mean = n.mean, inv = n.inv_stddev;
+  int y = g.binary(ir::OpType::kMul, name + ".scaled", n.y, value(node.input(1), label));
   if (node.input_size() == 3 && !node.input(2).empty()) y = g.add(name + ".shifted", y, value(node.input(2), label));
   if (node.output_size() < 1 || node.output_size() > 3) invalid(label + " has a wrong number of outputs");
   defineOutput(node, 0, y);

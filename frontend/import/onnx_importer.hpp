@@ -136,6 +136,13 @@ class Importer {
   // which is random and not supported; the optional mask output is then all true.
   void importDropout(const onnx::NodeProto& node, const std::string& label);
   void importPad(const onnx::NodeProto& node, const std::string& label);
+  void importGroupedNorm(const onnx::NodeProto& node, const std::string& label);
+  void importRearrange(const onnx::NodeProto& node, const std::string& label);
+  // (x - mean) / sqrt(var + epsilon) over `axes` (kept), with the mean and 1 / sqrt(var + epsilon).
+  struct Normalized {
+    int y = -1, mean = -1, inv_stddev = -1;
+  };
+  Normalized normalized(const std::string& name, int x, const std::vector<int64_t>& axes, float epsilon);
   // Softplus, Softsign, HardSigmoid, HardSwish, Mish, Celu, Clip, Max, Min as IR ops
   // (onnx_import_activations.cpp); false for another op.
   bool importComposedActivation(const onnx::NodeProto& node, const std::string& label);

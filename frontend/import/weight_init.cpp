@@ -6,8 +6,12 @@ namespace tpusim {
 
 namespace {
 
-WeightInit zeros(const std::string& rule) { return {WeightInit::Kind::kZeros, 0, rule + ": 0"}; }
-WeightInit ones(const std::string& rule) { return {WeightInit::Kind::kOnes, 0, rule + ": 1"}; }
+WeightInit zeros(const std::string& rule) {
+  return {WeightInit::Kind::kZeros, 0, rule + ": 0"};
+}
+WeightInit ones(const std::string& rule) {
+  return {WeightInit::Kind::kOnes, 0, rule + ": 1"};
+}
 
 WeightInit fanIn(const std::string& rule, int64_t fan_in) {
   return {WeightInit::Kind::kUniform, 1.0 / std::sqrt(static_cast<double>(fan_in > 0 ? fan_in : 1)),

@@ -332,3 +332,44 @@ def test_composed_reductions_train_like_numpy(tmp_path, op):
     out = tpusim.reference(path, {"x": x, "targets": np.zeros(6, np.float32)}, batch=6, learning_rate=lr, loss="mse")
     dw = ((2 * y / y.size)[:, None] * dz * x).sum(0)
     np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("per", ["group", "channel"])
+def test_group_normalization_matches_numpy(tmp_path, per):
+    """opset 18 scales each of num_groups groups; opset 21 each channel."""
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal((2, 6, 3, 4)).astype(np.float32)
+    count = 3 if per == "group" else 6
+    scale = rng.uniform(0.5, 2, count).astype(np.float32)
+    bias = rng.standard_normal(count).astype(np.float32)
+    nodes = [oh.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=3, epsilon=1e-3)]
+    path = save(tmp_path, "groupnorm_" + per, nodes, [oh.make_tensor_value_info("x", F, [2, 6, 3, 4])],
+                [oh.make_tensor_value_info("y", F, [2, 6, 3, 4])],
+                [onh.from_array(scale, "scale"), onh.from_array(bias, "bias")], opset=18 if per == "group" else 21)
+    rows = x.astype(np.float64).reshape(2, 3, -1)
+    normal = ((rows - rows.mean(2, keepdims=True)) / np.sqrt(rows.var(2, keepdims=True) + 1e-3))
+    if per == "group":
+        expected = (normal * scale[:, None] + bias[:, None]).reshape(x.shape)
+    else:
+        expected = normal.reshape(x.shape) * scale[:, None, None] + bias[:, None, None]
+    out = tpusim.reference(path, {"x": x}, mode="inference", batch=2)
+    np.testing.assert_allclose(out["y"], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_matmul_with_1d_operands_drops_the_unit_dimension(tmp_path):
+    nodes = [oh.make_node("MatMul", ["v", "m"], ["vm"]), oh.make_node("MatMul", ["m", "u"], ["mu"]),
+             oh.make_node("MatMul", ["v", "v2"], ["dot"])]
+    path = save(tmp_path, "matmul1d", nodes,
+                [oh.make_tensor_value_info("v", F, [4]), oh.make_tensor_value_info("m", F, [2, 4, 3]),
+                 oh.make_tensor_value_info("u", F, [3]), oh.make_tensor_value_info("v2", F, [4])],
+                [oh.make_tensor_value_info("vm", F, [2, 3]), oh.make_tensor_value_info("mu", F, [2, 4]),
+                 oh.make_tensor_value_info("dot", F, [])])
+    rng = np.random.default_rng(13)
+    feeds = {"v": rng.standard_normal(4), "m": rng.standard_normal((2, 4, 3)), "u": rng.standard_normal(3),
+             "v2": rng.standard_normal(4)}
+    feeds = {k: v.astype(np.float32) for k, v in feeds.items()}
+    out = tpusim.reference(path, feeds, mode="inference", batch=4)  # the first input's leading dimension
+    for name, expected in {"vm": feeds["v"] @ feeds["m"], "mu": feeds["m"] @ feeds["u"],
+                           "dot": feeds["v"] @ feeds["v2"]}.items():
+        assert out[name].shape == expected.shape, name
+        np.testing.assert_allclose(out[name], expected, rtol=1e-5, atol=1e-6)
