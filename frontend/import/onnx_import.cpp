@@ -478,6 +478,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
                                       ir::TensorValue{{}, DType::kBool, {}, {value_of ? 1 : 0}});
         define(node, value_of ? g.where(name, a, constant, b) : g.where(name, a, b, constant));
       }
+    } else if (type == "Resize") {
+      importResize(node, label);
     } else if (type == "Tile" || type == "DepthToSpace" || type == "SpaceToDepth") {
       importRearrange(node, label);
     } else if (type == "InstanceNormalization" || type == "GroupNormalization") {
@@ -604,9 +606,9 @@ const char* supportedOnnxOps() {
          "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
          "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Or, Pad, Pow, PRelu, Range, Reciprocal, "
          "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, "
-         "Relu, Reshape, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, "
-         "Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, Transpose, Unsqueeze, "
-         "Where, Xor";
+         "Relu, Reshape, Resize, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
+         "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, "
+         "Transpose, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {

@@ -373,3 +373,37 @@ def test_matmul_with_1d_operands_drops_the_unit_dimension(tmp_path):
                            "dot": feeds["v"] @ feeds["v2"]}.items():
         assert out[name].shape == expected.shape, name
         np.testing.assert_allclose(out[name], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_resize_upsamples_and_trains_like_numpy(tmp_path, mode):
+    """x w upsampled 2x along W (half_pixel, torch's F.interpolate default), loss mean(y^2)."""
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal((2, 3, 1, 4)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, (3, 1, 1)).astype(np.float32)
+    scales = onh.from_array(np.array([1, 1, 1, 2], np.float32), "scales")
+    nodes = [oh.make_node("Mul", ["x", "w"], ["z"]),
+             oh.make_node("Resize", ["z", "", "scales"], ["y"], mode=mode)]
+    path = save(tmp_path, "resize_" + mode, nodes, [oh.make_tensor_value_info("x", F, [2, 3, 1, 4])],
+                [oh.make_tensor_value_info("y", F, [2, 3, 1, 8])], [onh.from_array(w, "w"), scales])
+    # Each output column's source columns and weights along W (half_pixel: (o + 0.5) / 2 - 0.5).
+    mix = np.zeros((8, 4))
+    for o in range(8):
+        source = (o + 0.5) / 2 - 0.5
+        if mode == "nearest":
+            mix[o, min(max(int(np.floor(source)) if source - np.floor(source) <= 0.5 else int(np.ceil(source)), 0), 3)] = 1
+        else:
+            low = int(np.floor(source))
+            t = source - low
+            mix[o, min(max(low, 0), 3)] += 1 - t
+            mix[o, min(max(low + 1, 0), 3)] += t
+    z = x.astype(np.float64) * w
+    y = z @ mix.T
+    np.testing.assert_allclose(tpusim.reference(path, {"x": x}, mode="inference", batch=2)["y"], y, rtol=1e-5,
+                               atol=1e-6)
+    lr = 0.1
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros_like(y, np.float32)}, batch=2, learning_rate=lr,
+                           loss="mse")
+    dz = (2 * y / y.size) @ mix
+    dw = (dz * x).sum(axis=(0, 2, 3)).reshape(3, 1, 1)
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
