@@ -6,6 +6,7 @@ check runs in a copy of the tree (what the device tool sends) with the tree the 
 from hidden. Without a GPU every step must still run: the CUDA runs exit 6, the rest pass."""
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import tarfile
@@ -112,7 +113,9 @@ def test_check_runs_from_the_bundle_on_a_machine_without_the_debian_packages(tre
     # The ONNX node-test suite from the bundle's copy: on the host device, and no GPU to run it on.
     assert "onnx-node-suite              rc 0" in summary, summary
     suite_log = (tmp_path / "onnx-node-suite.log").read_text()
-    assert "CUDA executor on the host device: 382 test data sets ran" in suite_log, suite_log
+    # As many as the suite's own floor (validation_test holds it); the count grows with the ops.
+    ran = re.search(r"CUDA executor on the host device: (\d+) test data sets ran", suite_log)
+    assert ran and int(ran.group(1)) >= 382, suite_log
     assert "CUDA executor on the GPU: not run (no CUDA device visible)" in suite_log
     # What the device tool brings back: at most 8 files, everything else in the archive.
     kept = sorted(p.name for p in tmp_path.iterdir())
