@@ -478,6 +478,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
                                       ir::TensorValue{{}, DType::kBool, {}, {value_of ? 1 : 0}});
         define(node, value_of ? g.where(name, a, constant, b) : g.where(name, a, b, constant));
       }
+    } else if (type == "Trilu" || type == "OneHot") {
+      importMasked(node, label);
     } else if (type == "Resize") {
       importResize(node, label);
     } else if (type == "Tile" || type == "DepthToSpace" || type == "SpaceToDepth") {
@@ -604,11 +606,11 @@ const char* supportedOnnxOps() {
          "Expand, Flatten, Floor, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
          "GreaterOrEqual, GroupNormalization, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
          "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
-         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, Or, Pad, Pow, PRelu, Range, Reciprocal, "
+         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
          "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, "
          "Relu, Reshape, Resize, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
          "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, "
-         "Transpose, Unsqueeze, Where, Xor";
+         "Transpose, Trilu, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {

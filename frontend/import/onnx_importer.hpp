@@ -139,6 +139,7 @@ class Importer {
   void importGroupedNorm(const onnx::NodeProto& node, const std::string& label);
   void importRearrange(const onnx::NodeProto& node, const std::string& label);
   void importResize(const onnx::NodeProto& node, const std::string& label);
+  void importMasked(const onnx::NodeProto& node, const std::string& label);  // Trilu, OneHot
   // The values of a constant float input (a Constant, or an initializer read as one).
   std::vector<double> constantFloats(const onnx::NodeProto& node, int index, const std::string& label) const;
   // (x - mean) / sqrt(var + epsilon) over `axes` (kept), with the mean and 1 / sqrt(var + epsilon).

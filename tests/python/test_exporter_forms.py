@@ -407,3 +407,29 @@ def test_resize_upsamples_and_trains_like_numpy(tmp_path, mode):
     dz = (2 * y / y.size) @ mix
     dw = (dz * x).sum(axis=(0, 2, 3)).reshape(3, 1, 1)
     np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
+
+
+def test_trilu_and_onehot_compute_and_trilu_trains(tmp_path):
+    """A causal mask (Trilu lower) on x w trains only the kept positions; OneHot of labels."""
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal((4, 4)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    nodes = [oh.make_node("Mul", ["x", "w"], ["z"]), oh.make_node("Trilu", ["z"], ["y"], upper=0)]
+    path = save(tmp_path, "trilu", nodes, [oh.make_tensor_value_info("x", F, [4, 4])],
+                [oh.make_tensor_value_info("y", F, [4, 4])], [onh.from_array(w, "w")])
+    z = x.astype(np.float64) * w
+    y = np.tril(z)
+    np.testing.assert_allclose(tpusim.reference(path, {"x": x}, mode="inference", batch=4)["y"], y, rtol=1e-6)
+    lr = 0.1
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros((4, 4), np.float32)}, batch=4, learning_rate=lr,
+                           loss="mse")
+    dw = (2 * y / y.size * np.tril(np.ones((4, 4))) * x).sum(0)
+    np.testing.assert_allclose(out["w:updated"], w - lr * dw, rtol=1e-4, atol=1e-6)
+    hot = save(tmp_path, "onehot", [oh.make_node("OneHot", ["labels", "depth", "values"], ["h"], axis=0)],
+               [oh.make_tensor_value_info("labels", onnx.TensorProto.INT64, [3])],
+               [oh.make_tensor_value_info("h", F, [5, 3])],
+               [ints("depth", 5), onh.from_array(np.array([-1, 2], np.float32), "values")])
+    labels = np.array([0, 4, -2], np.int64)
+    expected = np.full((5, 3), -1.0)
+    expected[[0, 4, 3], [0, 1, 2]] = 2
+    np.testing.assert_array_equal(tpusim.reference(hot, {"labels": labels}, mode="inference", batch=3)["h"], expected)
