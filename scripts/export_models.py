@@ -14,6 +14,11 @@ downloaded. Needs Debian's python3-torch, python3-torchvision and python3-onnx
 (TPUSIM_WITH_TORCH=1 scripts/setup.sh installs them).
 
 The zoo, its sequence lengths and its parameter counts are in docs/frontend.md.
+
+    /usr/bin/python3 scripts/export_models.py --exporter-zoo DIR
+
+writes instead the models of EXPORTER_ZOO as their exporter writes them (tests/python/
+test_exporter_zoo.py runs each in inference and training).
 """
 import argparse
 import io
@@ -192,6 +197,70 @@ class Dlrm(nn.Module):
         return self.top(torch.cat([x, products[:, self.pairs]], dim=1))
 
 
+class UnetDecoder(nn.Module):
+    """A U-Net-style encoder-decoder: strided convolutions down, ConvTranspose up, a skip."""
+
+    def __init__(self):
+        super().__init__()
+        self.down1 = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.down2 = nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.up1 = nn.ConvTranspose2d(32, 16, 4, stride=2, padding=1)
+        self.up2 = nn.ConvTranspose2d(32, 8, 4, stride=2, padding=1)
+        self.head = nn.Conv2d(8, 1, 1)
+
+    def forward(self, image):
+        a = torch.relu(self.down1(image))
+        u = torch.relu(self.up1(torch.relu(self.down2(a))))
+        return self.head(torch.relu(self.up2(torch.cat([u, a], 1))))
+
+
+class SpeechConv1d(nn.Module):
+    """Keyword spotting over 80 log-mel bands: Conv1d, a strided Conv1d, mean over time, a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(80, 128, 5, padding=2)
+        self.conv2 = nn.Conv1d(128, 128, 3, stride=2, padding=1)
+        self.classify = nn.Linear(128, 30)
+
+    def forward(self, features):
+        return self.classify(torch.relu(self.conv2(torch.relu(self.conv1(features)))).mean(-1))
+
+
+# Models as their own exporters write them (torch.onnx.export, opset 14): name ->
+# (builder, example input shape). Not stored in traces/: tests/python/test_exporter_zoo.py
+# exports and runs them where python3-torch is installed. Images are 64 x 64 but for the
+# vision transformer, which needs 224.
+EXPORTER_ZOO = {
+    "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (1, 3, 64, 64)),
+    "mobilenet_v3_large": (lambda: torchvision.models.mobilenet_v3_large(weights=None), (1, 3, 64, 64)),
+    "efficientnet_b0": (lambda: torchvision.models.efficientnet_b0(weights=None), (1, 3, 64, 64)),
+    "densenet121": (lambda: torchvision.models.densenet121(weights=None), (1, 3, 64, 64)),
+    "resnext50": (lambda: torchvision.models.resnext50_32x4d(weights=None), (1, 3, 64, 64)),
+    "regnet": (lambda: torchvision.models.regnet_y_400mf(weights=None), (1, 3, 64, 64)),
+    "convnext_tiny": (lambda: torchvision.models.convnext_tiny(weights=None), (1, 3, 64, 64)),
+    "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None), (1, 3, 224, 224)),
+    "unet_decoder": (UnetDecoder, (1, 3, 64, 64)),
+    "speech_conv1d": (SpeechConv1d, (1, 80, 100)),
+}
+
+
+def export_as_exporters_do(name: str, path: pathlib.Path) -> int:
+    """EXPORTER_ZOO[name] exported shape-only as torch.onnx.export writes it in eval mode (a
+    BatchNormalization after a convolution folded into it, equal initializers merged into
+    Identity nodes); returns torch's parameter count."""
+    build, shape = EXPORTER_ZOO[name]
+    torch.manual_seed(0)
+    model = build().eval()
+    buffer = io.BytesIO()
+    torch.onnx.export(model, torch.zeros(*shape), buffer, input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=14)
+    exported = onnx.load_from_string(buffer.getvalue())
+    shape_only(exported)
+    onnx.save(exported, str(path))
+    return sum(p.numel() for p in model.parameters())
+
+
 def shape_only(model: onnx.ModelProto) -> None:
     """Drops the values of floating-point initializers (weights), keeping integer ones."""
     floating = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
@@ -235,7 +304,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out-dir", default="traces", type=pathlib.Path)
     parser.add_argument("--only", nargs="*", choices=names, default=names)
+    parser.add_argument("--exporter-zoo", type=pathlib.Path, metavar="DIR",
+                        help="write the models of EXPORTER_ZOO there instead (not part of traces/)")
     args = parser.parse_args()
+    if args.exporter_zoo:
+        args.exporter_zoo.mkdir(parents=True, exist_ok=True)
+        for name in EXPORTER_ZOO:
+            path = args.exporter_zoo / f"{name}.onnx"
+            print(f"wrote {path} ({export_as_exporters_do(name, path)} parameters)")
+        return
     out = args.out_dir
     ids = torch.zeros(1, SEQUENCE, dtype=torch.int64)
     for name in args.only:
