@@ -8,6 +8,8 @@
 //   Celu         alpha Elu(x / alpha) (Elu's alpha 1): max(0, x) + min(0, alpha (e^(x/alpha) - 1))
 //   Clip         min(max(x, min), max), either bound optional
 //   Max, Min     a chain of Maximum or Minimum over the inputs, broadcast
+#include <limits>
+
 #include "frontend/import/onnx_importer.hpp"
 
 namespace tpusim::onnx_detail {
@@ -27,7 +29,7 @@ bool Importer::importComposedActivation(const onnx::NodeProto& node, const std::
   ir::Graph& g = m_result.graph;
   const std::string name = opName(node);
   if (type == "Max" || type == "Min") {
-    expectInputCount(node, 1, 2147483647, label);
+    expectInputCount(node, 1, std::numeric_limits<int>::max(), label);
     rejectAttributesExcept(node, {});
     int out = value(node.input(0), label);
     for (int i = 1; i < node.input_size(); ++i) {

@@ -10,11 +10,12 @@ namespace tpusim::onnx_detail {
 
 namespace {
 
-// Prepends the unit height to a 1-D geometry: per-dimension lists get `unit` first (pads
-// are begins then ends, so one in front of each half).
-std::vector<int64_t> lifted(const std::vector<int64_t>& values, int64_t unit, bool pads) {
-  if (!pads) return {unit, values.at(0)};
-  return {0, values.at(0), 0, values.at(1)};
+// A 1-D geometry list with the unit height's `unit` before each value: strides [s] become
+// [1, s]; pads [begin, end] become [0, begin, 0, end].
+std::vector<int64_t> lifted(const std::vector<int64_t>& values, int64_t unit) {
+  std::vector<int64_t> out;
+  for (int64_t value : values) out.insert(out.end(), {unit, value});
+  return out;
 }
 
 }  // namespace
@@ -56,9 +57,9 @@ ir::ConvGeometry Importer::geometry2d(const ConvAttributes& a) {
     g.dilations = a.dilations;
     g.pads = a.pads;
   } else {
-    g.strides = lifted(a.strides, 1, false);
-    g.dilations = lifted(a.dilations, 1, false);
-    g.pads = lifted(a.pads, 0, true);
+    g.strides = lifted(a.strides, 1);
+    g.dilations = lifted(a.dilations, 1);
+    g.pads = lifted(a.pads, 0);
   }
   return g;
 }
