@@ -227,10 +227,52 @@ class SpeechConv1d(nn.Module):
         return self.classify(torch.relu(self.conv2(torch.relu(self.conv1(features)))).mean(-1))
 
 
+class LstmLanguageModel(nn.Module):
+    """Next-token prediction: an embedding, a two-layer LSTM over the context, a vocabulary head on its last step."""
+
+    def __init__(self, vocab=1000, embed=64, hidden=128, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, embed)
+        self.lstm = nn.LSTM(embed, hidden, num_layers=layers, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        return self.head(self.lstm(self.embed(tokens))[0][:, -1])
+
+
+class GruClassifier(nn.Module):
+    """Utterance classification: a bidirectional GRU over 40 filterbank features, its final states classified."""
+
+    def __init__(self, features=40, hidden=64, classes=12):
+        super().__init__()
+        self.gru = nn.GRU(features, hidden, batch_first=True, bidirectional=True)
+        self.classify = nn.Linear(2 * hidden, classes)
+
+    def forward(self, features):
+        final = self.gru(features)[1]  # [2, batch, hidden]
+        return self.classify(torch.cat([final[0], final[1]], dim=1))
+
+
+class TransformerSeq2Seq(nn.Module):
+    """nn.Transformer encoder-decoder (2 + 2 layers, causal decoder mask) over embedded tokens, pooled and classified."""
+
+    def __init__(self, vocab=500, model=64, heads=4, layers=2, ffn=128, classes=10, dropout=0.1):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, model)
+        self.transformer = nn.Transformer(model, heads, layers, layers, ffn, dropout=dropout, batch_first=True)
+        self.classify = nn.Linear(model, classes)
+
+    def forward(self, tokens):
+        source = self.embed(tokens)
+        target = source[:, : tokens.shape[1] // 2]
+        mask = self.transformer.generate_square_subsequent_mask(target.shape[1])
+        return self.classify(self.transformer(source, target, tgt_mask=mask).mean(1))
+
+
 # Models as their own exporters write them (torch.onnx.export, opset 14): name ->
-# (builder, example input shape). Not stored in traces/: tests/python/test_exporter_zoo.py
-# exports and runs them where python3-torch is installed. Images are 64 x 64 but for the
-# vision transformer, which needs 224.
+# (builder, example input shape[, input dtype]). Not stored in traces/: tests/python/
+# test_exporter_zoo.py exports and runs them where python3-torch is installed. Images are
+# 64 x 64 but for the transformers, which need 224.
 EXPORTER_ZOO = {
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(weights=None), (1, 3, 64, 64)),
     "mobilenet_v3_large": (lambda: torchvision.models.mobilenet_v3_large(weights=None), (1, 3, 64, 64)),
@@ -242,23 +284,36 @@ EXPORTER_ZOO = {
     "vit_b_16": (lambda: torchvision.models.vit_b_16(weights=None), (1, 3, 224, 224)),
     "unet_decoder": (UnetDecoder, (1, 3, 64, 64)),
     "speech_conv1d": (SpeechConv1d, (1, 80, 100)),
+    "swin_t": (lambda: torchvision.models.swin_t(weights=None), (1, 3, 224, 224)),
+    "lstm_lm": (LstmLanguageModel, (1, 35), torch.int64),
+    "gru_classifier": (GruClassifier, (1, 50, 40)),
+    "transformer_seq2seq": (TransformerSeq2Seq, (1, 16), torch.int64),
 }
 
 
 def export_as_exporters_do(name: str, path: pathlib.Path) -> int:
     """EXPORTER_ZOO[name] exported shape-only as torch.onnx.export writes it in eval mode (a
     BatchNormalization after a convolution folded into it, equal initializers merged into
-    Identity nodes); returns torch's parameter count."""
-    build, shape = EXPORTER_ZOO[name]
+    Identity nodes); returns torch's parameter count, with the parameters the exporter folds
+    (Swin's relative position bias) counted as it writes them."""
+    build, shape, *dtype = EXPORTER_ZOO[name]
     torch.manual_seed(0)
     model = build().eval()
     buffer = io.BytesIO()
-    torch.onnx.export(model, torch.zeros(*shape), buffer, input_names=["input"], output_names=["output"],
+    torch.onnx.export(model, torch.zeros(*shape, dtype=dtype[0] if dtype else torch.float32), buffer, input_names=["input"], output_names=["output"],
                       dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, opset_version=14)
     exported = onnx.load_from_string(buffer.getvalue())
     shape_only(exported)
     onnx.save(exported, str(path))
-    return sum(p.numel() for p in model.parameters())
+    parameters = sum(p.numel() for p in model.parameters())
+    # A Swin block's relative position bias is a [(2w-1)^2, heads] table gathered into
+    # [heads, w^2, w^2] by a fixed index: the eval-mode exporter folds the gather, so the file
+    # holds the gathered bias, not the table.
+    for module in model.modules():
+        if hasattr(module, "relative_position_bias_table"):
+            parameters += module.relative_position_index.numel() * module.num_heads
+            parameters -= module.relative_position_bias_table.numel()
+    return parameters
 
 
 def shape_only(model: onnx.ModelProto) -> None:

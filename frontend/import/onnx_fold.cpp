@@ -149,6 +149,53 @@ TensorValue binaryValue(const TensorValue& a, const TensorValue& b, DType dtype,
   return out;
 }
 
+// ScatterND: data with each of `indices`' last-dimension tuples (negative ones wrapped)
+// replaced by, or combined with (add, mul, max, min), the matching slice of updates.
+TensorValue scatterNdValue(const TensorValue& data, const TensorValue& indices, const TensorValue& updates,
+                           const std::string& reduction, const std::string& label) {
+  if (isFloating(indices.dtype) || indices.shape.empty()) invalid(label + ": ScatterND needs integer indices");
+  const size_t depth = static_cast<size_t>(indices.shape.back());
+  if (depth == 0 || depth > data.shape.size()) invalid(label + ": ScatterND's index tuples exceed data's rank");
+  Shape expected(indices.shape.begin(), indices.shape.end() - 1);
+  expected.insert(expected.end(), data.shape.begin() + static_cast<int64_t>(depth), data.shape.end());
+  if (updates.shape != expected || updates.dtype != data.dtype) {
+    invalid(label + ": ScatterND's updates must have shape " + ir::shapeToString(expected) + " and data's type");
+  }
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" && reduction != "min") {
+    invalid(label + ": ScatterND's reduction '" + reduction + "' is not none, add, mul, max or min");
+  }
+  const int64_t slice = ir::elementCount(Shape(data.shape.begin() + static_cast<int64_t>(depth), data.shape.end()));
+  TensorValue out = data;
+  const size_t tuples = indices.size() / depth;
+  for (size_t t = 0; t < tuples; ++t) {
+    int64_t row = 0;
+    for (size_t d = 0; d < depth; ++d) {
+      const int64_t dim = data.shape[d];
+      int64_t index = indices.ints[t * depth + d];
+      if (index < 0) index += dim;
+      if (index < 0 || index >= dim) invalid(label + ": a ScatterND index is out of range");
+      row = row * dim + index;
+    }
+    for (int64_t e = 0; e < slice; ++e) {
+      const auto to = static_cast<size_t>(row * slice + e),
+                 from = static_cast<size_t>(static_cast<int64_t>(t) * slice + e);
+      const auto combine = [&](auto old, auto update) {
+        if (reduction == "add") return old + update;
+        if (reduction == "mul") return old * update;
+        if (reduction == "max") return std::max(old, update);
+        if (reduction == "min") return std::min(old, update);
+        return update;
+      };
+      if (isFloating(out.dtype)) {
+        out.floats[to] = numerics::roundTo(out.dtype, combine(out.floats[to], updates.floats[from]));
+      } else {
+        out.ints[to] = wrapInt(out.dtype, combine(out.ints[to], updates.ints[from]));
+      }
+    }
+  }
+  return out;
+}
+
 int64_t divide(int64_t x, int64_t y) {
   if (y == 0) throw Error(ErrorKind::kInvalidInput, "integer division by zero");
   return x / y;  // truncates toward zero, as the CPU executor's Div
@@ -157,11 +204,13 @@ int64_t divide(int64_t x, int64_t y) {
 }  // namespace
 
 bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
-  static const std::set<std::string> kCompileTimeOnly = {"ConstantOfShape", "Range", "Shape", "Size"};
+  // NonZero's output shape depends on its input's values: known only when those are.
+  static const std::set<std::string> kCompileTimeOnly = {"ConstantOfShape", "NonZero", "Range", "Shape", "Size"};
   static const std::set<std::string> kFoldable = {
-      "Abs",    "Add",     "Cast",           "Concat",   "Div",  "Equal",       "Expand", "Flatten",
-      "Gather", "Greater", "GreaterOrEqual", "Identity", "Less", "LessOrEqual", "Mul",    "Neg",
-      "Not",    "Reshape", "Slice",          "Squeeze",  "Sub",  "Unsqueeze",   "Where"};
+      "Abs",       "Add",     "Cast",           "Concat",    "Div",   "Equal",       "Expand", "Flatten",
+      "Gather",    "Greater", "GreaterOrEqual", "Identity",  "Less",  "LessOrEqual", "Mod",    "Mul",
+      "Neg",       "Not",     "Reshape",        "ScatterND", "Slice", "Squeeze",     "Sub",    "Transpose",
+      "Unsqueeze", "Where"};
   const std::string& type = node.op_type();
   const bool compile_time_only = kCompileTimeOnly.count(type) > 0;
   if (!compile_time_only && !kFoldable.count(type)) return false;
@@ -345,6 +394,78 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
     } else {
       out = binaryValue(a, b, a.dtype, divide, std::divides<double>());
     }
+  } else if (type == "Mod") {
+    expectInputs(node, 2, 2);
+    rejectAttributesExcept(node, {"fmod"});
+    const TensorValue& a = input(0);
+    const TensorValue& b = input(1);
+    if (a.dtype != b.dtype) invalid(label + ": operands have different dtypes");
+    const bool truncated = intAttribute(node, "fmod", 0) != 0;
+    if (isFloating(a.dtype) && !truncated) invalid(label + ": a float Mod needs fmod = 1");
+    out = binaryValue(
+        a, b, a.dtype,
+        [&](int64_t x, int64_t y) {
+          if (y == 0) invalid(label + ": integer modulo by zero");
+          const int64_t r = x % y;  // the sign of x, as C's fmod
+          return !truncated && r != 0 && (r < 0) != (y < 0) ? r + y : r;
+        },
+        [](double x, double y) { return std::fmod(x, y); });
+  } else if (type == "NonZero") {
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {});
+    const TensorValue& x = input(0);
+    const Shape strides = [&] {
+      Shape result(x.shape.size(), 1);
+      for (size_t d = x.shape.size(); d-- > 1;) result[d - 1] = result[d] * x.shape[d];
+      return result;
+    }();
+    std::vector<int64_t> hits;  // flat positions, in row-major order
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (isFloating(x.dtype) ? x.floats[i] != 0.0 : x.ints[i] != 0) hits.push_back(static_cast<int64_t>(i));
+    }
+    const auto count = static_cast<int64_t>(hits.size());
+    out = TensorValue::zeros({static_cast<int64_t>(x.shape.size()), count}, DType::kInt64);
+    for (size_t d = 0; d < x.shape.size(); ++d) {
+      for (size_t h = 0; h < hits.size(); ++h) {
+        out.ints[d * hits.size() + h] = hits[h] / strides[d] % x.shape[d];
+      }
+    }
+  } else if (type == "Transpose") {
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {"perm"});
+    const TensorValue& x = input(0);
+    const size_t rank = x.shape.size();
+    std::vector<int64_t> perm;
+    if (const auto* attr = attribute(node, "perm")) perm.assign(attr->ints().begin(), attr->ints().end());
+    if (perm.empty()) {
+      for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    }
+    std::vector<bool> seen(rank, false);
+    for (int64_t p : perm) {
+      if (perm.size() != rank || p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)])
+        invalid(label + ": perm is not a permutation of the input's " + std::to_string(rank) + " dimensions");
+      seen[static_cast<size_t>(p)] = true;
+    }
+    Shape shape;
+    for (int64_t p : perm) shape.push_back(x.shape[static_cast<size_t>(p)]);
+    out = TensorValue::zeros(shape, x.dtype);
+    Shape strides(rank, 1);
+    for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * x.shape[d];
+    std::vector<int64_t> index(rank, 0);
+    for (size_t o = 0; o < out.size(); ++o) {
+      int64_t from = 0;
+      for (size_t d = 0; d < rank; ++d) from += index[d] * strides[static_cast<size_t>(perm[d])];
+      copyElement(x, static_cast<size_t>(from), out, o);
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < shape[d]) break;
+        index[d] = 0;
+      }
+    }
+  } else if (type == "ScatterND") {
+    expectInputs(node, 3, 3);
+    rejectAttributesExcept(node, {"reduction"});
+    out = scatterNdValue(input(0), input(1), input(2),
+                         attribute(node, "reduction") ? attribute(node, "reduction")->s() : "none", label);
   } else if (type == "Equal" || type == "Less" || type == "LessOrEqual" || type == "Greater" ||
              type == "GreaterOrEqual") {
     expectInputs(node, 2, 2);

@@ -143,7 +143,7 @@ bool Importer::isInitializerWeight(const std::string& name, int tensor) const {
 // parameters in the model: each Identity becomes a weight of its own, with the same values,
 // trained (or frozen) on its own.
 int Importer::copyOfWeight(const std::string& source, const std::string& name) {
-  const ir::Tensor& tensor = m_result.graph.tensor(m_values.at(source));
+  const ir::Tensor tensor = m_result.graph.tensor(m_values.at(source));  // a copy: addWeight may move the tensors
   const int copy = m_result.graph.addWeight(name, tensor.shape, tensor.dtype);
   if (const auto values = m_result.initializers.find(source); values != m_result.initializers.end()) {
     m_result.initializers.emplace(name, values->second);
@@ -480,6 +480,13 @@ void Importer::importNode(const onnx::NodeProto& node) {
       }
     } else if (type == "Trilu" || type == "OneHot") {
       importMasked(node, label);
+    } else if (type == "Mod" || type == "CumSum" || type == "ReduceProd" || type == "ArgMax" || type == "ArgMin" ||
+               type == "TopK") {
+      importMath(node, label);
+    } else if (type == "GatherElements" || type == "GatherND" || type == "ScatterElements" || type == "ScatterND") {
+      importIndexing(node, label);
+    } else if (type == "LSTM" || type == "GRU" || type == "RNN") {
+      importRecurrent(node, label);
     } else if (type == "Resize") {
       importResize(node, label);
     } else if (type == "Tile" || type == "DepthToSpace" || type == "SpaceToDepth") {
@@ -601,20 +608,25 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Adagrad, Adam, Add, And, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, Concat, "
-         "Constant, ConstantOfShape, Conv, ConvTranspose, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, "
-         "Expand, Flatten, Floor, Gather, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, "
-         "GreaterOrEqual, GroupNormalization, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
-         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, MatMul, Max, MaxPool, Min, Mish, "
-         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
-         "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceSum, ReduceSumSquare, "
-         "Relu, Reshape, Resize, Round, Selu, Shape, Sigmoid, Sign, Size, Slice, Softmax, "
+  return "Abs, Adagrad, Adam, Add, And, ArgMax, ArgMin, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, "
+         "Concat, "
+         "Constant, ConstantOfShape, Conv, ConvTranspose, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, "
+         "Expand, Flatten, Floor, Gather, GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
+         "Greater, "
+         "GreaterOrEqual, GroupNormalization, GRU, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
+         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, MatMul, Max, MaxPool, Min, Mish, "
+         "Mod, "
+         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
+         "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, "
+         "ReduceSumSquare, "
+         "Relu, Reshape, Resize, RNN, Round, ScatterElements, ScatterND, Selu, Shape, Sigmoid, Sign, Size, Slice, "
+         "Softmax, "
          "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, "
-         "Transpose, Trilu, Unsqueeze, Where, Xor";
+         "TopK, Transpose, Trilu, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {
-  return "ConstantOfShape, Range, Shape, Size";
+  return "ConstantOfShape, NonZero, Range, Shape, Size";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

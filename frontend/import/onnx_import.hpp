@@ -9,9 +9,9 @@
 
 #include <map>
 
+#include "frontend/import/weight_init.hpp"
 #include "frontend/ir/graph.hpp"
 #include "frontend/ir/tensor_value.hpp"
-#include "frontend/import/weight_init.hpp"
 
 namespace onnx {
 class ModelProto;

@@ -227,6 +227,12 @@ int Importer::scalarConstant(const std::string& name, DType dtype, float value) 
   return id;
 }
 
+int Importer::constantTensor(const std::string& name, ir::TensorValue value) {
+  const int id = m_result.graph.addConstant(name, value.shape, value.dtype);
+  m_result.initializers.emplace(name, std::move(value));
+  return id;
+}
+
 void Importer::importBatchNorm(const onnx::NodeProto& node, const std::string& label) {
   expectInputCount(node, 5, 5, label);
   rejectAttributesExcept(node, {"epsilon", "momentum", "training_mode"});

@@ -140,6 +140,8 @@ class Importer {
   void importRearrange(const onnx::NodeProto& node, const std::string& label);
   void importResize(const onnx::NodeProto& node, const std::string& label);
   void importMasked(const onnx::NodeProto& node, const std::string& label);  // Trilu, OneHot
+  // LSTM, GRU and RNN unrolled over the sequence (onnx_import_recurrent.cpp).
+  void importRecurrent(const onnx::NodeProto& node, const std::string& label);
   // The values of a constant float input (a Constant, or an initializer read as one).
   std::vector<double> constantFloats(const onnx::NodeProto& node, int index, const std::string& label) const;
   // (x - mean) / sqrt(var + epsilon) over `axes` (kept), with the mean and 1 / sqrt(var + epsilon).
@@ -201,6 +203,18 @@ class Importer {
 
   // A scalar constant of `dtype`, for the decompositions below.
   int scalarConstant(const std::string& name, DType dtype, float value);
+  // A constant tensor with its values (which travel with the weights).
+  int constantTensor(const std::string& name, ir::TensorValue value);
+  // Mod, CumSum, ReduceProd, ArgMax, ArgMin and TopK as IR ops (onnx_import_math.cpp).
+  void importMath(const onnx::NodeProto& node, const std::string& label);
+  // The index of the first (or last) extremum of x along `axis`, kept as a dimension of 1 (int64).
+  int argExtremum(const std::string& name, int x, int64_t axis, bool max, bool last);
+  // GatherElements, GatherND, ScatterElements and ScatterND as flat-index Gathers and
+  // scatter-adds (onnx_import_indexing.cpp).
+  void importIndexing(const onnx::NodeProto& node, const std::string& label);
+  // The element of data (shape `data_shape`) that each element of `indices` names along `axis`,
+  // as an index into the flattened data (int64, the shape of indices; negative indices wrapped).
+  int flatElementIndex(const std::string& name, int indices, const ir::Shape& data_shape, int64_t axis);
 
   // BatchNormalization over [N, C, ...] as the ops it is made of. Inference uses the running
   // mean and variance; training (training_mode, or a training import) the batch's, and then

@@ -498,7 +498,8 @@ int Graph::gather(const std::string& name, int data, int indices, int64_t axis) 
   return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
 }
 
-int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis) {
+int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis,
+                      TensorRole role) {
   const Tensor& tdy = checked(dy, name);
   const Tensor& ti = checked(indices, name);
   const auto rank = static_cast<int64_t>(data_shape.size());
@@ -513,7 +514,7 @@ int Graph::gatherGrad(const std::string& name, int dy, int indices, const Shape&
   Op op = makeOp(name, OpType::kGatherGrad, {dy, indices});
   op.axis = axis;
   const DType dtype = tdy.dtype;
-  return append(std::move(op), name + ":out", data_shape, dtype, TensorRole::kGradient);
+  return append(std::move(op), name + ":out", data_shape, dtype, role);
 }
 
 int Graph::pow(const std::string& name, int a, int b) {
@@ -562,7 +563,6 @@ int Graph::where(const std::string& name, int condition, int x, int y, TensorRol
   const DType dtype = tx.dtype;
   return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
-
 
 int Graph::nllLoss(const std::string& name, int logp, int labels, int weights, Reduction reduction,
                    std::optional<int64_t> ignore_index) {

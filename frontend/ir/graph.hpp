@@ -273,7 +273,10 @@ class Graph {
                    TensorRole role = TensorRole::kActivation);
   int sliceGrad(const std::string& name, int dy, const Op& slice, const Shape& x_shape);
   int gather(const std::string& name, int data, int indices, int64_t axis);
-  int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis);
+  // Also a forward op: a scatter-add of dy into zeros (ONNX's ScatterND, ScatterElements), with
+  // an activation role.
+  int gatherGrad(const std::string& name, int dy, int indices, const Shape& data_shape, int64_t axis,
+                 TensorRole role = TensorRole::kGradient);
   int pow(const std::string& name, int a, int b);
   // Elementwise conversion of x to `dtype`.
   int cast(const std::string& name, int x, DType dtype, TensorRole role = TensorRole::kActivation);

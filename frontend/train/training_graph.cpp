@@ -227,6 +227,9 @@ class Backward {
       case OpType::kGather:
         if (needs(a)) accumulate(a, m_graph.gatherGrad(base, dy, b, m_graph.tensor(a).shape, op.axis));
         break;
+      case OpType::kGatherGrad:  // a scatter-add: each element of dy's operand reads back its place
+        if (needs(a)) accumulate(a, m_graph.gather(base, dy, b, op.axis));
+        break;
       case OpType::kPool:
         if (needs(a)) accumulate(a, m_graph.poolGrad(base, dy, a, op.pool));
         break;

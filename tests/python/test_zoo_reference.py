@@ -12,7 +12,7 @@ import pytest
 import tpusim
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::torch.jit.TracerWarning", "ignore::UserWarning")
 torchvision = pytest.importorskip("torchvision")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts"))
 import export_models  # noqa: E402
@@ -81,3 +81,59 @@ def test_dlrm_matches_pytorch(tmp_path):
     example = (torch.zeros(1, 13), torch.zeros(1, 26, dtype=torch.int64))
     check(tmp_path, "dlrm", model, example, ["dense", "sparse"], {"dense": dense, "sparse": sparse},
           train=True)
+
+
+def test_lstm_language_model_matches_pytorch(tmp_path):
+    # Two stacked LSTMs (ONNX LSTM nodes, unrolled per step), trained through time.
+    torch.manual_seed(0)
+    model = export_models.LstmLanguageModel(vocab=20, embed=8, hidden=12, layers=2)
+    tokens = np.random.default_rng(4).integers(0, 20, size=(2, 7)).astype(np.int64)
+    check(tmp_path, "lstm_lm", model, torch.zeros(1, 7, dtype=torch.int64), ["tokens"], {"tokens": tokens},
+          train=True)
+
+
+def test_bidirectional_gru_matches_pytorch(tmp_path):
+    # torch's GRU is ONNX's with linear_before_reset; the final states of both directions are read.
+    torch.manual_seed(0)
+    model = export_models.GruClassifier(features=6, hidden=8, classes=4)
+    features = np.random.default_rng(5).standard_normal((2, 9, 6)).astype(np.float32)
+    check(tmp_path, "gru", model, torch.zeros(1, 9, 6), ["features"], {"features": features}, train=True)
+
+
+def test_transformer_encoder_decoder_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    model = export_models.TransformerSeq2Seq(vocab=30, model=16, heads=2, layers=1, ffn=32, classes=5, dropout=0.0)
+    tokens = np.random.default_rng(6).integers(0, 30, size=(2, 8)).astype(np.int64)
+    check(tmp_path, "seq2seq", model, torch.zeros(1, 8, dtype=torch.int64), ["tokens"], {"tokens": tokens},
+          train=True)
+
+
+def test_swin_matches_pytorch(tmp_path):
+    # Shifted windows: Mod and ScatterND folded while compiling into the attention masks, Pad, Roll as Slices.
+    torch.manual_seed(0)
+    model = torchvision.models.SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+                                               window_size=[4, 4], num_classes=5)
+    image = np.random.default_rng(7).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    check(tmp_path, "swin", model, torch.zeros(1, 3, 32, 32), ["image"], {"image": image}, train=True)
+
+
+def test_speech_conv1d_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    features = np.random.default_rng(8).standard_normal((2, 80, 20)).astype(np.float32)
+    check(tmp_path, "speech", export_models.SpeechConv1d(), torch.zeros(1, 80, 20), ["features"],
+          {"features": features}, train=True)
+
+
+def test_unet_decoder_matches_pytorch(tmp_path):
+    # ConvTranspose up the decoder; the output is an image, so inference only (the check's step is a classifier's).
+    torch.manual_seed(0)
+    image = np.random.default_rng(9).standard_normal((2, 3, 16, 16)).astype(np.float32)
+    check(tmp_path, "unet", export_models.UnetDecoder(), torch.zeros(1, 3, 16, 16), ["image"], {"image": image})
+
+
+def test_mobilenet_v2_matches_pytorch(tmp_path):
+    # Clip as ReLU6, depthwise convolutions; batch norm folded by the eval-mode exporter, so inference only.
+    torch.manual_seed(0)
+    model = torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=5)
+    image = np.random.default_rng(10).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    check(tmp_path, "mobilenet_v2", model, torch.zeros(1, 3, 32, 32), ["image"], {"image": image})
