@@ -27,7 +27,9 @@ const std::map<std::string, OpType> kBinary = {
 const std::map<std::string, UnaryKind> kUnary = {
     {"negate", UnaryKind::kNeg},       {"abs", UnaryKind::kAbs},   {"exponential", UnaryKind::kExp},
     {"log", UnaryKind::kLog},          {"tanh", UnaryKind::kTanh}, {"sqrt", UnaryKind::kSqrt},
-    {"logistic", UnaryKind::kSigmoid}, {"erf", UnaryKind::kErf},
+    {"logistic", UnaryKind::kSigmoid}, {"erf", UnaryKind::kErf},   {"sine", UnaryKind::kSin},
+    {"cosine", UnaryKind::kCos},       {"tan", UnaryKind::kTan},   {"floor", UnaryKind::kFloor},
+    {"ceil", UnaryKind::kCeil},        {"sign", UnaryKind::kSign}, {"round-nearest-even", UnaryKind::kRound},
 };
 
 // HLO opcodes that tpusim does not import yet (anything else is not HLO at all),
@@ -35,14 +37,14 @@ const std::map<std::string, UnaryKind> kUnary = {
 constexpr const char* kKnownUnsupportedList =
     "add-dependency after-all all-gather all-gather-start all-gather-done all-reduce-start "
     "all-reduce-done all-to-all and async-start async-update async-done atan2 batch-norm-grad "
-    "batch-norm-inference batch-norm-training bitcast-convert cbrt ceil cholesky clz "
+    "batch-norm-inference batch-norm-training bitcast-convert cbrt cholesky clz "
     "collective-broadcast collective-permute collective-permute-start collective-permute-done complex "
-    "conditional copy-start copy-done cosine custom-call domain dynamic-reshape dynamic-slice "
-    "dynamic-update-slice exponential-minus-one fft floor gather get-dimension-size imag infeed "
+    "conditional copy-start copy-done custom-call domain dynamic-reshape dynamic-slice "
+    "dynamic-update-slice exponential-minus-one fft gather get-dimension-size imag infeed "
     "is-finite log-plus-one map not or outfeed partition-id popcnt real recv recv-done reduce-precision "
     "reduce-scatter reduce-window remainder replica-id rng rng-bit-generator rng-get-and-update-state "
-    "round-nearest-afz round-nearest-even scatter select-and-scatter send send-done set-dimension-size "
-    "shift-left shift-right-arithmetic shift-right-logical sign sine sort stochastic-convert tan top-k "
+    "round-nearest-afz scatter select-and-scatter send send-done set-dimension-size "
+    "shift-left shift-right-arithmetic shift-right-logical sort stochastic-convert top-k "
     "triangular-solve tuple-select while xor topk ";
 
 const std::set<std::string>& knownUnsupported() {

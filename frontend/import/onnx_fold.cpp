@@ -205,7 +205,8 @@ int64_t divide(int64_t x, int64_t y) {
 
 bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
   // NonZero's output shape depends on its input's values: known only when those are.
-  static const std::set<std::string> kCompileTimeOnly = {"ConstantOfShape", "NonZero", "Range", "Shape", "Size"};
+  static const std::set<std::string> kCompileTimeOnly = {"ConstantOfShape", "EyeLike", "NonZero",
+                                                         "Range",           "Shape",   "Size"};
   static const std::set<std::string> kFoldable = {
       "Abs",       "Add",     "Cast",           "Concat",    "Div",   "Equal",       "Expand", "Flatten",
       "Gather",    "Greater", "GreaterOrEqual", "Identity",  "Less",  "LessOrEqual", "Mod",    "Mul",
@@ -216,6 +217,30 @@ bool Importer::foldNode(const onnx::NodeProto& node, const std::string& label) {
   if (!compile_time_only && !kFoldable.count(type)) return false;
   if (node.output_size() != 1) invalid(label + " must have one output");
 
+  if (type == "EyeLike") {  // needs only the input's shape
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {"dtype", "k"});
+    const Shape shape = shapeOf(node.input(0), label);
+    if (shape.size() != 2) invalid(label + ": EyeLike needs a 2-D input");
+    const DType dtype = attribute(node, "dtype")
+                            ? fromOnnxType(static_cast<int32_t>(intAttribute(node, "dtype", 0)), label + "'s dtype")
+                        : constantValue(node.input(0)) ? constantValue(node.input(0))->dtype
+                                                       : m_result.graph.tensor(value(node.input(0), label)).dtype;
+    const int64_t k = intAttribute(node, "k", 0);
+    TensorValue eye = TensorValue::zeros(shape, dtype);
+    for (int64_t i = 0; i < shape[0]; ++i) {
+      const int64_t j = i + k;
+      if (j < 0 || j >= shape[1]) continue;
+      const auto at = static_cast<size_t>(i * shape[1] + j);
+      if (isFloating(dtype)) {
+        eye.floats[at] = 1.0;
+      } else {
+        eye.ints[at] = 1;
+      }
+    }
+    defineConstant(node, 0, std::move(eye));
+    return true;
+  }
   if (type == "Shape" || type == "Size") {
     expectInputs(node, 1, 1);
     const Shape shape = shapeOf(node.input(0), label);

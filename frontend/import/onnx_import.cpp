@@ -287,11 +287,18 @@ void Importer::expectInputCount(const onnx::NodeProto& node, int min, int max, c
 
 std::optional<ir::UnaryKind> Importer::unaryKind(const std::string& type) {
   static const std::map<std::string, ir::UnaryKind> kKinds = {
-      {"Abs", ir::UnaryKind::kAbs},         {"Erf", ir::UnaryKind::kErf},   {"Exp", ir::UnaryKind::kExp},
-      {"Log", ir::UnaryKind::kLog},         {"Neg", ir::UnaryKind::kNeg},   {"Reciprocal", ir::UnaryKind::kReciprocal},
-      {"Sigmoid", ir::UnaryKind::kSigmoid}, {"Sqrt", ir::UnaryKind::kSqrt}, {"Tanh", ir::UnaryKind::kTanh},
-      {"Floor", ir::UnaryKind::kFloor},     {"Ceil", ir::UnaryKind::kCeil}, {"Sign", ir::UnaryKind::kSign},
-      {"Round", ir::UnaryKind::kRound},
+      {"Abs", ir::UnaryKind::kAbs},         {"Erf", ir::UnaryKind::kErf},
+      {"Exp", ir::UnaryKind::kExp},         {"Log", ir::UnaryKind::kLog},
+      {"Neg", ir::UnaryKind::kNeg},         {"Reciprocal", ir::UnaryKind::kReciprocal},
+      {"Sigmoid", ir::UnaryKind::kSigmoid}, {"Sqrt", ir::UnaryKind::kSqrt},
+      {"Tanh", ir::UnaryKind::kTanh},       {"Floor", ir::UnaryKind::kFloor},
+      {"Ceil", ir::UnaryKind::kCeil},       {"Sign", ir::UnaryKind::kSign},
+      {"Round", ir::UnaryKind::kRound},     {"Sin", ir::UnaryKind::kSin},
+      {"Cos", ir::UnaryKind::kCos},         {"Tan", ir::UnaryKind::kTan},
+      {"Asin", ir::UnaryKind::kAsin},       {"Acos", ir::UnaryKind::kAcos},
+      {"Atan", ir::UnaryKind::kAtan},       {"Sinh", ir::UnaryKind::kSinh},
+      {"Cosh", ir::UnaryKind::kCosh},       {"Asinh", ir::UnaryKind::kAsinh},
+      {"Acosh", ir::UnaryKind::kAcosh},     {"Atanh", ir::UnaryKind::kAtanh},
   };
   auto it = kKinds.find(type);
   if (it == kKinds.end()) return std::nullopt;
@@ -455,7 +462,7 @@ void Importer::importNode(const onnx::NodeProto& node) {
                            floatAttribute(node, "gamma", 1.05070102214813232421875f)));
     } else if (type == "PRelu") {
       importPRelu(node, label);
-    } else if (importComposedActivation(node, label)) {
+    } else if (importComposedActivation(node, label) || importElementwise(node, label)) {
     } else if (const auto direction = compareDirection(type)) {
       expectInputs(node, 2, 2);
       rejectAttributesExcept(node, {});
@@ -481,7 +488,7 @@ void Importer::importNode(const onnx::NodeProto& node) {
     } else if (type == "Trilu" || type == "OneHot") {
       importMasked(node, label);
     } else if (type == "Mod" || type == "CumSum" || type == "ReduceProd" || type == "ArgMax" || type == "ArgMin" ||
-               type == "TopK") {
+               type == "Hardmax" || type == "TopK") {
       importMath(node, label);
     } else if (type == "GatherElements" || type == "GatherND" || type == "ScatterElements" || type == "ScatterND") {
       importIndexing(node, label);
@@ -507,7 +514,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
       const int x = value(node.input(0), label);
       define(node, g.reshape(opName(node), x, viewShape(node, label, g.tensor(x).shape)));
     } else if (type == "ReduceSum" || type == "ReduceMean" || type == "ReduceMax" || type == "ReduceMin" ||
-               type == "ReduceSumSquare" || type == "ReduceL1" || type == "ReduceL2" || type == "ReduceLogSumExp") {
+               type == "ReduceSumSquare" || type == "ReduceL1" || type == "ReduceL2" || type == "ReduceLogSumExp" ||
+               type == "ReduceLogSum") {
       importReduce(node, label);
     } else if (type == "Concat") {
       rejectAttributesExcept(node, {"axis"});
@@ -608,25 +616,23 @@ using onnx_detail::Importer;
 using onnx_detail::invalid;
 
 const char* supportedOnnxOps() {
-  return "Abs, Adagrad, Adam, Add, And, ArgMax, ArgMin, AveragePool, BatchNormalization, Cast, Ceil, Celu, Clip, "
-         "Concat, "
-         "Constant, ConstantOfShape, Conv, ConvTranspose, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, "
-         "Expand, Flatten, Floor, Gather, GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
-         "Greater, "
-         "GreaterOrEqual, GroupNormalization, GRU, HardSigmoid, HardSwish, Identity, InstanceNormalization, "
-         "LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, MatMul, Max, MaxPool, Min, Mish, "
-         "Mod, "
-         "Momentum, Mul, Neg, NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
-         "ReduceL1, ReduceL2, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, "
-         "ReduceSumSquare, "
-         "Relu, Reshape, Resize, RNN, Round, ScatterElements, ScatterND, Selu, Shape, Sigmoid, Sign, Size, Slice, "
-         "Softmax, "
-         "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Tanh, Tile, "
-         "TopK, Transpose, Trilu, Unsqueeze, Where, Xor";
+  return "Abs, Acos, Acosh, Adagrad, Adam, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
+         "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, ConstantOfShape, Conv, "
+         "ConvTranspose, Cos, Cosh, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, Expand, EyeLike, "
+         "Flatten, Floor, Gather, GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
+         "Greater, GreaterOrEqual, GroupNormalization, GRU, Hardmax, HardSigmoid, HardSwish, Identity, "
+         "InstanceNormalization, IsInf, IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, "
+         "LogSoftmax, LSTM, MatMul, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mish, Mod, Momentum, "
+         "Mul, Neg, NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
+         "ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, "
+         "ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, RNN, Round, ScatterElements, ScatterND, Selu, "
+         "Shape, Shrink, Sigmoid, Sign, Sin, Sinh, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Softplus, "
+         "Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, Tile, TopK, "
+         "Transpose, Trilu, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {
-  return "ConstantOfShape, NonZero, Range, Shape, Size";
+  return "ConstantOfShape, EyeLike, NonZero, Range, Shape, Size";
 }
 
 ImportedModel importOnnxModel(const onnx::ModelProto& model, const OnnxImportOptions& options) {

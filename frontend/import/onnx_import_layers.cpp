@@ -555,10 +555,10 @@ void Importer::importReduce(const onnx::NodeProto& node, const std::string& labe
   if (type == "ReduceSumSquare" || type == "ReduceL2") x = g.binary(ir::OpType::kMul, name + ".square", x, x);
   if (type == "ReduceL1") x = g.unary(ir::UnaryKind::kAbs, name + ".abs", x);
   if (type == "ReduceLogSumExp") x = g.unary(ir::UnaryKind::kExp, name + ".exp", x);
-  const bool then = type == "ReduceL2" || type == "ReduceLogSumExp";
+  const bool then = type == "ReduceL2" || type == "ReduceLogSumExp" || type == "ReduceLogSum";
   int out = g.reduce(then ? name + ".sum" : name, x, reduction, axes, keepdims);
   if (type == "ReduceL2") out = g.unary(ir::UnaryKind::kSqrt, name, out);
-  if (type == "ReduceLogSumExp") out = g.unary(ir::UnaryKind::kLog, name, out);
+  if (type == "ReduceLogSumExp" || type == "ReduceLogSum") out = g.unary(ir::UnaryKind::kLog, name, out);
   define(node, out);
 }
 

@@ -6,6 +6,7 @@
 //               shifts the input by one first; reverse reads the axis backwards, before and after
 //   ReduceProd  a tree of halving multiplies over the reduced axes, moved last and flattened
 //   ArgMax/Min  the first (select_last_index: last) position along the axis equal to the extremum
+//   Hardmax     1 at ArgMax's position along the axis, else 0 (a Compare of the positions, Cast)
 //   TopK        k rounds of that over the elements not yet taken, largest (or smallest) first,
 //               ties to the lower index; the values are gathered at the indices, so they train
 #include <map>
@@ -173,6 +174,22 @@ void Importer::importMath(const onnx::NodeProto& node, const std::string& label)
   }
 
   if (dtype == DType::kBool) invalid(label + ": " + type + " needs numbers");
+  if (type == "Hardmax") {
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {"axis"});
+    if (!floating) invalid(label + ": Hardmax needs a float input");
+    if (rank == 0) invalid(label + ": Hardmax needs a tensor of rank 1 or more");
+    const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
+    const int first = argExtremum(name + ".argmax", x, axis, true, false);
+    ir::Shape along(shape.size(), 1);
+    along[static_cast<size_t>(axis)] = shape[static_cast<size_t>(axis)];
+    ir::TensorValue positions{along, DType::kInt64, {}, {}};
+    for (int64_t i = 0; i < along[static_cast<size_t>(axis)]; ++i) positions.ints.push_back(i);
+    const int hit = g.compare(ir::CompareDirection::kEq, name + ".hit",
+                              constantTensor(name + ".positions", std::move(positions)), first);
+    define(node, g.cast(name, hit, dtype));
+    return;
+  }
   if (type == "ArgMax" || type == "ArgMin") {
     expectInputs(node, 1, 1);
     rejectAttributesExcept(node, {"axis", "keepdims", "select_last_index"});

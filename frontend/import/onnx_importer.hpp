@@ -152,6 +152,9 @@ class Importer {
   // Softplus, Softsign, HardSigmoid, HardSwish, Mish, Celu, Clip, Max, Min as IR ops
   // (onnx_import_activations.cpp); false for another op.
   bool importComposedActivation(const onnx::NodeProto& node, const std::string& label);
+  // Sum, Mean, ThresholdedRelu, Shrink, IsNaN, IsInf, CastLike and MeanVarianceNormalization
+  // (onnx_import_elementwise.cpp); false for another op.
+  bool importElementwise(const onnx::NodeProto& node, const std::string& label);
 
   void define(const onnx::NodeProto& node, int tensor);
 
@@ -205,7 +208,7 @@ class Importer {
   int scalarConstant(const std::string& name, DType dtype, float value);
   // A constant tensor with its values (which travel with the weights).
   int constantTensor(const std::string& name, ir::TensorValue value);
-  // Mod, CumSum, ReduceProd, ArgMax, ArgMin and TopK as IR ops (onnx_import_math.cpp).
+  // Mod, CumSum, ReduceProd, ArgMax, ArgMin, Hardmax and TopK as IR ops (onnx_import_math.cpp).
   void importMath(const onnx::NodeProto& node, const std::string& label);
   // The index of the first (or last) extremum of x along `axis`, kept as a dimension of 1 (int64).
   int argExtremum(const std::string& name, int x, int64_t axis, bool max, bool last);

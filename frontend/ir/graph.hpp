@@ -107,8 +107,9 @@ const char* reductionName(Reduction reduction);
 enum class CompareDirection { kEq, kNe, kLt, kLe, kGt, kGe };
 const char* compareDirectionName(CompareDirection direction);
 // kRound: to the nearest integer, halves to even (int8 quantization); kFloor, kCeil: down and
-// up to an integer; kSign: -1, 0 or 1 (0 for a zero of either sign). The last three read
-// Op::alpha (and Selu Op::gamma), as ONNX defines them:
+// up to an integer; kSign: -1, 0 or 1 (0 for a zero of either sign); the trigonometric and
+// hyperbolic functions and their inverses, in radians. Three read Op::alpha (and Selu
+// Op::gamma), as ONNX defines them:
 //   kLeakyRelu  x >= 0 ? x : alpha x
 //   kElu        x >= 0 ? x : alpha (e^x - 1)
 //   kSelu       gamma (x > 0 ? x : alpha (e^x - 1))
@@ -128,7 +129,18 @@ enum class UnaryKind {
   kSelu,
   kFloor,
   kCeil,
-  kSign
+  kSign,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh
 };
 const char* unaryKindName(UnaryKind kind);
 // Whether the kind reads Op::alpha and Op::gamma.

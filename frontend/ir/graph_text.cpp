@@ -111,6 +111,17 @@ const char* unaryKindName(UnaryKind kind) {
     case UnaryKind::kFloor: return "Floor";
     case UnaryKind::kCeil: return "Ceil";
     case UnaryKind::kSign: return "Sign";
+    case UnaryKind::kSin: return "Sin";
+    case UnaryKind::kCos: return "Cos";
+    case UnaryKind::kTan: return "Tan";
+    case UnaryKind::kAsin: return "Asin";
+    case UnaryKind::kAcos: return "Acos";
+    case UnaryKind::kAtan: return "Atan";
+    case UnaryKind::kSinh: return "Sinh";
+    case UnaryKind::kCosh: return "Cosh";
+    case UnaryKind::kAsinh: return "Asinh";
+    case UnaryKind::kAcosh: return "Acosh";
+    case UnaryKind::kAtanh: return "Atanh";
   }
   return "?";
 }

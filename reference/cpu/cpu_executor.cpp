@@ -164,6 +164,17 @@ T applyUnary(const ir::Op& op, T x) {
     case ir::UnaryKind::kFloor: return std::floor(x);
     case ir::UnaryKind::kCeil: return std::ceil(x);
     case ir::UnaryKind::kSign: return x > T{0} ? T{1} : (x < T{0} ? T{-1} : T{0});
+    case ir::UnaryKind::kSin: return std::sin(x);
+    case ir::UnaryKind::kCos: return std::cos(x);
+    case ir::UnaryKind::kTan: return std::tan(x);
+    case ir::UnaryKind::kAsin: return std::asin(x);
+    case ir::UnaryKind::kAcos: return std::acos(x);
+    case ir::UnaryKind::kAtan: return std::atan(x);
+    case ir::UnaryKind::kSinh: return std::sinh(x);
+    case ir::UnaryKind::kCosh: return std::cosh(x);
+    case ir::UnaryKind::kAsinh: return std::asinh(x);
+    case ir::UnaryKind::kAcosh: return std::acosh(x);
+    case ir::UnaryKind::kAtanh: return std::atanh(x);
   }
   return x;
 }
@@ -193,6 +204,17 @@ T unaryDerivative(const ir::Op& op, T x, T y) {
     case ir::UnaryKind::kFloor:
     case ir::UnaryKind::kCeil:
     case ir::UnaryKind::kSign: return T{0};
+    case ir::UnaryKind::kSin: return std::cos(x);
+    case ir::UnaryKind::kCos: return -std::sin(x);
+    case ir::UnaryKind::kTan: return T{1} + y * y;
+    case ir::UnaryKind::kAsin: return T{1} / std::sqrt(T{1} - x * x);
+    case ir::UnaryKind::kAcos: return T{-1} / std::sqrt(T{1} - x * x);
+    case ir::UnaryKind::kAtan: return T{1} / (T{1} + x * x);
+    case ir::UnaryKind::kSinh: return std::cosh(x);
+    case ir::UnaryKind::kCosh: return std::sinh(x);
+    case ir::UnaryKind::kAsinh: return T{1} / std::sqrt(x * x + T{1});
+    case ir::UnaryKind::kAcosh: return T{1} / std::sqrt(x * x - T{1});
+    case ir::UnaryKind::kAtanh: return T{1} / (T{1} - x * x);
   }
   return T{0};
 }

@@ -61,8 +61,8 @@ BAD_MODULES = {
                   ["truncated.hlo:5:1", "computation 'main'", "not closed"]),
     "unknown_opcode": ("HloModule m\nENTRY main {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] frobnicate(p)\n}\n",
                        3, ["unknown_opcode.hlo:4:3", "instruction 'n'", "unknown opcode 'frobnicate'"]),
-    "unsupported_opcode": ("HloModule m\nENTRY main {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] sine(p)\n}\n",
-                           4, ["unsupported_opcode.hlo:4:3", "instruction 'n'", "opcode 'sine' is not supported"]),
+    "unsupported_opcode": ("HloModule m\nENTRY main {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] cbrt(p)\n}\n",
+                           4, ["unsupported_opcode.hlo:4:3", "instruction 'n'", "opcode 'cbrt' is not supported"]),
     "undefined_operand": ("HloModule m\nENTRY main {\n  p = f32[2] parameter(0)\n  ROOT n = f32[2] add(p, q)\n}\n",
                           3, ["undefined_operand.hlo:4:26", "instruction 'n'", "operand 'q' is not defined"]),
     "shape_mismatch": ("HloModule m\nENTRY main {\n  a = f32[2,3] parameter(0)\n  b = f32[3,2] parameter(1)\n"

@@ -10,17 +10,26 @@
 namespace tpusim::reference::cuda {
 
 enum class Pointwise : int32_t {
-  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum,  // float or integer (integer Div is refused: see the executor)
-  kScale,                                      // scalar x in0
-  kRelu, kReluGrad,                            // ReluGrad: in0 = dy, in1 = x
-  kUnary, kUnaryGrad,                          // UnaryGrad: in0 = dy, in1 = x, in2 = f(x)
-  kCompare,                                    // integer 0 / 1 output
-  kWhere,                                      // in0 the condition (integer)
-  kPow, kPowGradBase, kPowGradExponent,        // Pow: in0^in1; its gradients: in0 = dy, in1 = a, in2 = b
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kMaximum,
+  kMinimum,  // float or integer (integer Div is refused: see the executor)
+  kScale,    // scalar x in0
+  kRelu,
+  kReluGrad,  // ReluGrad: in0 = dy, in1 = x
+  kUnary,
+  kUnaryGrad,  // UnaryGrad: in0 = dy, in1 = x, in2 = f(x)
+  kCompare,    // integer 0 / 1 output
+  kWhere,      // in0 the condition (integer)
+  kPow,
+  kPowGradBase,
+  kPowGradExponent,  // Pow: in0^in1; its gradients: in0 = dy, in1 = a, in2 = b
   kCast,
-  kSgd,                                        // in0 - scalar x in1
-  kCopy,                                       // BroadcastTo: in0 at the output's shape
-  kMseLossGrad,                                // scalar x (in0 - in1), scalar = 2 / elements
+  kSgd,          // in0 - scalar x in1
+  kCopy,         // BroadcastTo: in0 at the output's shape
+  kMseLossGrad,  // scalar x (in0 - in1), scalar = 2 / elements
 };
 
 // ir::UnaryKind and ir::CompareDirection, in their order.
@@ -40,7 +49,18 @@ enum class Unary : int32_t {
   kSelu,
   kFloor,
   kCeil,
-  kSign
+  kSign,
+  kSin,
+  kCos,
+  kTan,
+  kAsin,
+  kAcos,
+  kAtan,
+  kSinh,
+  kCosh,
+  kAsinh,
+  kAcosh,
+  kAtanh
 };
 enum class Compare : int32_t { kEq, kNe, kLt, kLe, kGt, kGe };
 
@@ -78,6 +98,17 @@ TPUSIM_HD inline float applyUnary(Unary kind, float x, float alpha, float gamma)
     case Unary::kFloor: return floorf(x);
     case Unary::kCeil: return ceilf(x);
     case Unary::kSign: return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f);
+    case Unary::kSin: return sinf(x);
+    case Unary::kCos: return cosf(x);
+    case Unary::kTan: return tanf(x);
+    case Unary::kAsin: return asinf(x);
+    case Unary::kAcos: return acosf(x);
+    case Unary::kAtan: return atanf(x);
+    case Unary::kSinh: return sinhf(x);
+    case Unary::kCosh: return coshf(x);
+    case Unary::kAsinh: return asinhf(x);
+    case Unary::kAcosh: return acoshf(x);
+    case Unary::kAtanh: return atanhf(x);
   }
   return x;
 }
@@ -101,6 +132,17 @@ TPUSIM_HD inline float unaryDerivative(Unary kind, float x, float y, float alpha
     case Unary::kFloor:
     case Unary::kCeil:
     case Unary::kSign: return 0.0f;
+    case Unary::kSin: return cosf(x);
+    case Unary::kCos: return -sinf(x);
+    case Unary::kTan: return 1.0f + y * y;
+    case Unary::kAsin: return 1.0f / sqrtf(1.0f - x * x);
+    case Unary::kAcos: return -1.0f / sqrtf(1.0f - x * x);
+    case Unary::kAtan: return 1.0f / (1.0f + x * x);
+    case Unary::kSinh: return coshf(x);
+    case Unary::kCosh: return sinhf(x);
+    case Unary::kAsinh: return 1.0f / sqrtf(x * x + 1.0f);
+    case Unary::kAcosh: return 1.0f / sqrtf(x * x - 1.0f);
+    case Unary::kAtanh: return 1.0f / (1.0f - x * x);
   }
   return 0.0f;
 }
@@ -171,8 +213,8 @@ struct PointwiseKernel {
         return;
       case Pointwise::kCompare: {
         const auto direction = static_cast<Compare>(a.detail);
-        const bool result = isFloating(a.in[0].elem) ? compareValues(direction, f(0), f(1))
-                                                     : compareValues(direction, n(0), n(1));
+        const bool result =
+            isFloating(a.in[0].elem) ? compareValues(direction, f(0), f(1)) : compareValues(direction, n(0), n(1));
         storeInt(a.out, i, result ? 1 : 0);
         return;
       }
