@@ -492,6 +492,9 @@ void Importer::importNode(const onnx::NodeProto& node) {
       importMath(node, label);
     } else if (type == "GatherElements" || type == "GatherND" || type == "ScatterElements" || type == "ScatterND") {
       importIndexing(node, label);
+    } else if (type == "QuantizeLinear" || type == "DequantizeLinear" || type == "DynamicQuantizeLinear" ||
+               type == "MatMulInteger" || type == "ConvInteger" || type == "QLinearMatMul" || type == "QLinearConv") {
+      importQuantized(node, label);
     } else if (type == "LSTM" || type == "GRU" || type == "RNN") {
       importRecurrent(node, label);
     } else if (type == "Resize") {
@@ -618,17 +621,18 @@ using onnx_detail::invalid;
 const char* supportedOnnxOps() {
   return "Abs, Acos, Acosh, Adagrad, Adam, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
          "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, ConstantOfShape, Conv, "
-         "ConvTranspose, Cos, Cosh, CumSum, DepthToSpace, Div, Dropout, Elu, Equal, Erf, Exp, Expand, EyeLike, "
-         "Flatten, Floor, Gather, GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, "
-         "Greater, GreaterOrEqual, GroupNormalization, GRU, Hardmax, HardSigmoid, HardSwish, Identity, "
-         "InstanceNormalization, IsInf, IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, "
-         "LogSoftmax, LSTM, MatMul, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mish, Mod, Momentum, "
-         "Mul, Neg, NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, Range, Reciprocal, "
-         "ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, ReduceMean, ReduceMin, ReduceProd, "
-         "ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, RNN, Round, ScatterElements, ScatterND, Selu, "
-         "Shape, Shrink, Sigmoid, Sign, Sin, Sinh, Size, Slice, Softmax, SoftmaxCrossEntropyLoss, Softplus, "
-         "Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, Tan, Tanh, ThresholdedRelu, Tile, TopK, "
-         "Transpose, Trilu, Unsqueeze, Where, Xor";
+         "ConvInteger, ConvTranspose, Cos, Cosh, CumSum, DepthToSpace, DequantizeLinear, Div, Dropout, "
+         "DynamicQuantizeLinear, Elu, Equal, Erf, Exp, Expand, EyeLike, Flatten, Floor, Gather, "
+         "GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
+         "GroupNormalization, GRU, Hardmax, HardSigmoid, HardSwish, Identity, InstanceNormalization, IsInf, "
+         "IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, MatMul, "
+         "MatMulInteger, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mish, Mod, Momentum, Mul, Neg, "
+         "NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, QLinearConv, QLinearMatMul, "
+         "QuantizeLinear, Range, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, "
+         "ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, RNN, Round, "
+         "ScatterElements, ScatterND, Selu, Shape, Shrink, Sigmoid, Sign, Sin, Sinh, Size, Slice, Softmax, "
+         "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, Tan, "
+         "Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {

@@ -82,12 +82,8 @@ int Importer::withBias(const onnx::NodeProto& node, const std::string& label, co
   return g.add(name + ".bias", out, g.reshape(name + ".bias_shape", bias, per_channel));
 }
 
-void Importer::importConv(const onnx::NodeProto& node, const std::string& label) {
-  expectInputCount(node, 2, 3, label);
-  rejectAttributesExcept(node, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+int Importer::convolved(const onnx::NodeProto& node, const std::string& label, const std::string& name, int x, int w) {
   ir::Graph& g = m_result.graph;
-  const int x = value(node.input(0), label);
-  const int w = value(node.input(1), label);
   const ir::Shape x_shape = g.tensor(x).shape, w_shape = g.tensor(w).shape;
   ConvAttributes a = convAttributes(node, label, x_shape, w_shape);
   if (a.auto_pad == "SAME_UPPER" || a.auto_pad == "SAME_LOWER") {
@@ -95,10 +91,20 @@ void Importer::importConv(const onnx::NodeProto& node, const std::string& label)
   } else if (a.auto_pad == "VALID") {
     std::fill(a.pads.begin(), a.pads.end(), 0);
   }
-  const std::string name = opName(node);
   int out = g.conv(a.rank == 2 ? name : name + ".2d", as2d(x, name + ".x_2d"), as2d(w, name + ".w_2d"), geometry2d(a));
   if (a.rank == 1) out = g.reshape(name, out, {x_shape[0], w_shape[0], g.tensor(out).shape[3]});
-  define(node, withBias(node, label, name, out, a.rank, w_shape[0]));
+  return out;
+}
+
+void Importer::importConv(const onnx::NodeProto& node, const std::string& label) {
+  expectInputCount(node, 2, 3, label);
+  rejectAttributesExcept(node, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  ir::Graph& g = m_result.graph;
+  const int x = value(node.input(0), label);
+  const int w = value(node.input(1), label);
+  const std::string name = opName(node);
+  const int out = convolved(node, label, name, x, w);
+  define(node, withBias(node, label, name, out, g.tensor(out).shape.size() - 2, g.tensor(w).shape[0]));
 }
 
 // ONNX's output shape: out = stride (in - 1) + output_padding + dilation (kernel - 1) + 1 - pads;

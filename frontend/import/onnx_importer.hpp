@@ -186,6 +186,11 @@ class Importer {
 
   // Conv over [N, C, H, W], with an optional bias added as [M, 1, 1].
   void importConv(const onnx::NodeProto& node, const std::string& label);
+  // The convolution of x by w with the node's Conv attributes (1-D through a 2-D view), no bias.
+  int convolved(const onnx::NodeProto& node, const std::string& label, const std::string& name, int x, int w);
+  // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
+  // QLinearMatMul and QLinearConv (onnx_import_quantized.cpp).
+  void importQuantized(const onnx::NodeProto& node, const std::string& label);
   void importConvTranspose(const onnx::NodeProto& node, const std::string& label);
   // A Conv's or ConvTranspose's attributes for its spatial rank (1 or 2; else unsupported).
   struct ConvAttributes {

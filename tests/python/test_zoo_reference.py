@@ -137,3 +137,35 @@ def test_mobilenet_v2_matches_pytorch(tmp_path):
     model = torchvision.models.mobilenet_v2(width_mult=0.25, num_classes=5)
     image = np.random.default_rng(10).standard_normal((2, 3, 32, 32)).astype(np.float32)
     check(tmp_path, "mobilenet_v2", model, torch.zeros(1, 3, 32, 32), ["image"], {"image": image})
+
+
+class SelectAndScan(torch.nn.Module):
+    """The selection, scan and scatter ops as torch writes them: cumsum (CumSum), topk (TopK),
+    gather (GatherElements), prod (ReduceProd), fmod (Mod), argmax (ArgMax), scatter
+    (ScatterElements) and index_put (ScatterND), each on a path to the loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Linear(8, 8)
+        self.rows = torch.nn.Parameter(torch.randn(2, 8))
+        self.head = torch.nn.Linear(3 + 2 + 1 + 8 + 8 + 8, 4)
+        self.register_buffer("picks", torch.tensor([[5, 0], [1, 7]]))
+
+    def forward(self, x):
+        h = self.embed(x)
+        top = torch.topk(torch.cumsum(h, dim=1), 3, dim=1).values
+        picked = torch.gather(h, 1, self.picks[: x.shape[0]].expand(x.shape[0], 2))
+        product = torch.prod(h[:, :3], dim=1, keepdim=True)
+        remainder = torch.fmod(h, 0.75)
+        winner = (torch.argmax(h, dim=1, keepdim=True) == torch.arange(8)).float() * h
+        placed = torch.zeros_like(h).scatter(1, self.picks[: x.shape[0]], h[:, :2])
+        written = h.clone()
+        written[:, 2] = self.rows[0, : x.shape[0]]
+        features = torch.cat([top, picked, product, remainder + winner, placed, written], dim=1)
+        return self.head(features)
+
+
+def test_selection_scan_and_scatter_ops_match_pytorch(tmp_path):
+    torch.manual_seed(0)
+    x = np.random.default_rng(11).standard_normal((2, 8)).astype(np.float32)
+    check(tmp_path, "select_scan", SelectAndScan(), torch.zeros(2, 8), ["x"], {"x": x}, train=True)
