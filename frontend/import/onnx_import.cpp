@@ -495,6 +495,8 @@ void Importer::importNode(const onnx::NodeProto& node) {
     } else if (type == "QuantizeLinear" || type == "DequantizeLinear" || type == "DynamicQuantizeLinear" ||
                type == "MatMulInteger" || type == "ConvInteger" || type == "QLinearMatMul" || type == "QLinearConv") {
       importQuantized(node, label);
+    } else if (type == "Einsum") {
+      importEinsum(node, label);
     } else if (type == "LSTM" || type == "GRU" || type == "RNN") {
       importRecurrent(node, label);
     } else if (type == "Resize") {
@@ -622,7 +624,7 @@ const char* supportedOnnxOps() {
   return "Abs, Acos, Acosh, Adagrad, Adam, Add, And, ArgMax, ArgMin, Asin, Asinh, Atan, Atanh, AveragePool, "
          "BatchNormalization, Cast, CastLike, Ceil, Celu, Clip, Concat, Constant, ConstantOfShape, Conv, "
          "ConvInteger, ConvTranspose, Cos, Cosh, CumSum, DepthToSpace, DequantizeLinear, Div, Dropout, "
-         "DynamicQuantizeLinear, Elu, Equal, Erf, Exp, Expand, EyeLike, Flatten, Floor, Gather, "
+         "DynamicQuantizeLinear, Einsum, Elu, Equal, Erf, Exp, Expand, EyeLike, Flatten, Floor, Gather, "
          "GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
          "GroupNormalization, GRU, Hardmax, HardSigmoid, HardSwish, Identity, InstanceNormalization, IsInf, "
          "IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, MatMul, "

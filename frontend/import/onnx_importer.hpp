@@ -191,6 +191,8 @@ class Importer {
   // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
   // QLinearMatMul and QLinearConv (onnx_import_quantized.cpp).
   void importQuantized(const onnx::NodeProto& node, const std::string& label);
+  // Einsum as diagonals, sums and batched MatMuls (onnx_import_einsum.cpp).
+  void importEinsum(const onnx::NodeProto& node, const std::string& label);
   void importConvTranspose(const onnx::NodeProto& node, const std::string& label);
   // A Conv's or ConvTranspose's attributes for its spatial rank (1 or 2; else unsupported).
   struct ConvAttributes {

@@ -169,3 +169,31 @@ def test_selection_scan_and_scatter_ops_match_pytorch(tmp_path):
     torch.manual_seed(0)
     x = np.random.default_rng(11).standard_normal((2, 8)).astype(np.float32)
     check(tmp_path, "select_scan", SelectAndScan(), torch.zeros(2, 8), ["x"], {"x": x}, train=True)
+
+
+class EinsumForms(torch.nn.Module):
+    """Einsum as models write it: attention scores with batch and head labels, an outer product,
+    a bilinear form contracting two labels, a diagonal and a sum."""
+
+    def __init__(self):
+        super().__init__()
+        self.project = torch.nn.Linear(6, 12)
+        self.bilinear = torch.nn.Parameter(torch.randn(3, 4, 5))
+        self.head = torch.nn.Linear(2 * 3 * 3 + 5 + 2 + 2 + 2 + 5, 3)
+
+    def forward(self, x):
+        n = x.shape[0]
+        q, k = self.project(x).reshape(n, 2, 3, 2).unbind(-1)  # [n, 2 heads, 3]
+        scores = torch.einsum("bhq,bhk->bhqk", q.unsqueeze(-1).expand(n, 2, 3, 3)[..., 0], k).reshape(n, -1)
+        outer = torch.einsum("bi,bj->bij", x[:, :3], x[:, 3:6]).reshape(n, -1)[:, :5]
+        form = torch.einsum("bi,ijk,bj->bk", x[:, :3], self.bilinear, x[:, 2:6])
+        diagonal = torch.einsum("bii->bi", outer[:, :4].reshape(n, 2, 2)).reshape(n, -1)
+        summed = torch.einsum("bhk->bh", k).reshape(n, -1)
+        trace = torch.einsum("bhq,bhq->bh", q, k)
+        return self.head(torch.cat([scores, outer, trace, summed, diagonal, form], dim=1))
+
+
+def test_einsum_forms_match_pytorch(tmp_path):
+    torch.manual_seed(0)
+    x = np.random.default_rng(12).standard_normal((2, 6)).astype(np.float32)
+    check(tmp_path, "einsum", EinsumForms(), torch.zeros(2, 6), ["x"], {"x": x}, train=True)
