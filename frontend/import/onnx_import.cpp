@@ -627,14 +627,14 @@ const char* supportedOnnxOps() {
          "DynamicQuantizeLinear, Einsum, Elu, Equal, Erf, Exp, Expand, EyeLike, Flatten, Floor, Gather, "
          "GatherElements, GatherND, Gelu, Gemm, GlobalAveragePool, GlobalMaxPool, Greater, GreaterOrEqual, "
          "GroupNormalization, GRU, Hardmax, HardSigmoid, HardSwish, Identity, InstanceNormalization, IsInf, "
-         "IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LSTM, MatMul, "
-         "MatMulInteger, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mish, Mod, Momentum, Mul, Neg, "
-         "NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, QLinearConv, QLinearMatMul, "
-         "QuantizeLinear, Range, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, ReduceMax, "
-         "ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, RNN, Round, "
-         "ScatterElements, ScatterND, Selu, Shape, Shrink, Sigmoid, Sign, Sin, Sinh, Size, Slice, Softmax, "
-         "SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, Tan, "
-         "Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, Unsqueeze, Where, Xor";
+         "IsNaN, LayerNormalization, LeakyRelu, Less, LessOrEqual, Log, LogSoftmax, LpNormalization, LSTM, "
+         "MatMul, MatMulInteger, Max, MaxPool, Mean, MeanVarianceNormalization, Min, Mish, Mod, Momentum, Mul, "
+         "Neg, NegativeLogLikelihoodLoss, NonZero, Not, OneHot, Or, Pad, Pow, PRelu, QLinearConv, "
+         "QLinearMatMul, QuantizeLinear, Range, Reciprocal, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp, "
+         "ReduceMax, ReduceMean, ReduceMin, ReduceProd, ReduceSum, ReduceSumSquare, Relu, Reshape, Resize, "
+         "RNN, Round, ScatterElements, ScatterND, Selu, Shape, Shrink, Sigmoid, Sign, Sin, Sinh, Size, Slice, "
+         "Softmax, SoftmaxCrossEntropyLoss, Softplus, Softsign, SpaceToDepth, Split, Sqrt, Squeeze, Sub, Sum, "
+         "Tan, Tanh, ThresholdedRelu, Tile, TopK, Transpose, Trilu, Unsqueeze, Where, Xor";
 }
 
 const char* compileTimeOnnxOps() {

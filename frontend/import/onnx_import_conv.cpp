@@ -1,4 +1,4 @@
-// Conv and ConvTranspose, 1-D and 2-D. A 1-D one runs as the 2-D one over [N, C, 1, L] (a
+// Conv and ConvTranspose, 1-D, 2-D and 3-D (onnx_import_conv3d.cpp). A 1-D one runs as the 2-D one over [N, C, 1, L] (a
 // unit height: strides, dilations and pads 1, 1 and 0 along it), between two views. A
 // ConvTranspose is the input gradient of the Conv it transposes (Graph::convTranspose): the
 // same kernels, MXU lowering and costs, and its own gradients are that Conv's.
@@ -23,10 +23,11 @@ std::vector<int64_t> lifted(const std::vector<int64_t>& values, int64_t unit) {
 Importer::ConvAttributes Importer::convAttributes(const onnx::NodeProto& node, const std::string& label,
                                                   const ir::Shape& x_shape, const ir::Shape& w_shape) const {
   const size_t rank = x_shape.size() - 2;
-  if (x_shape.size() != w_shape.size() || (rank != 1 && rank != 2)) {
+  if (x_shape.size() != w_shape.size() || rank < 1 || rank > 3) {
     throw Error(ErrorKind::kUnsupported, label + ": " + node.op_type() + " of " + ir::shapeToString(x_shape) + " by " +
                                              ir::shapeToString(w_shape) +
-                                             ": only 1-D and 2-D ones are supported ([N, C, L] or [N, C, H, W])");
+                                             ": only 1-D, 2-D and 3-D ones are supported ([N, C, L], [N, C, H, W] or "
+                                             "[N, C, D, H, W])");
   }
   ConvAttributes a;
   a.rank = rank;
@@ -91,6 +92,7 @@ int Importer::convolved(const onnx::NodeProto& node, const std::string& label, c
   } else if (a.auto_pad == "VALID") {
     std::fill(a.pads.begin(), a.pads.end(), 0);
   }
+  if (a.rank == 3) return conv3d(name, x, w, a);
   int out = g.conv(a.rank == 2 ? name : name + ".2d", as2d(x, name + ".x_2d"), as2d(w, name + ".w_2d"), geometry2d(a));
   if (a.rank == 1) out = g.reshape(name, out, {x_shape[0], w_shape[0], g.tensor(out).shape[3]});
   return out;
@@ -158,8 +160,9 @@ void Importer::importConvTranspose(const onnx::NodeProto& node, const std::strin
   const std::string made = padded ? name + ".conv" : name;
   ir::Shape out_2d = out_shape;
   if (rank == 1) out_2d.insert(out_2d.begin() + 2, 1);
-  int out = g.convTranspose(rank == 2 ? made : made + ".2d", as2d(x, name + ".x_2d"), as2d(w, name + ".w_2d"), out_2d,
-                            geometry2d(a));
+  int out = rank == 3 ? convTranspose3d(made, x, w, out_shape, a)
+                      : g.convTranspose(rank == 2 ? made : made + ".2d", as2d(x, name + ".x_2d"),
+                                        as2d(w, name + ".w_2d"), out_2d, geometry2d(a));
   if (rank == 1) out = g.reshape(made, out, out_shape);
   if (padded) {
     const DType dtype = g.tensor(out).dtype;

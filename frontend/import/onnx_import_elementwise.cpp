@@ -7,6 +7,7 @@
 //   IsInf                         x == +inf or x == -inf (as detect_positive and detect_negative ask)
 //   CastLike                      Cast to the second input's type
 //   MeanVarianceNormalization     (x - E[x]) / sqrt(E[(x - E[x])^2] + 1e-9) over `axes`
+//   LpNormalization               x / sum(abs(x)) (p 1) or x / sqrt(sum(x^2)) (p 2) along `axis`
 #include <limits>
 
 #include "frontend/import/onnx_importer.hpp"
@@ -16,7 +17,7 @@ namespace tpusim::onnx_detail {
 bool Importer::importElementwise(const onnx::NodeProto& node, const std::string& label) {
   const std::string& type = node.op_type();
   if (type != "Sum" && type != "Mean" && type != "ThresholdedRelu" && type != "Shrink" && type != "IsNaN" &&
-      type != "IsInf" && type != "CastLike" && type != "MeanVarianceNormalization") {
+      type != "IsInf" && type != "CastLike" && type != "MeanVarianceNormalization" && type != "LpNormalization") {
     return false;
   }
   ir::Graph& g = m_result.graph;
@@ -90,6 +91,19 @@ bool Importer::importElementwise(const onnx::NodeProto& node, const std::string&
     expectInputs(node, 2, 2);
     rejectAttributesExcept(node, {"saturate"});
     out = g.cast(name, x, g.tensor(value(node.input(1), label)).dtype);
+  } else if (type == "LpNormalization") {
+    expectInputs(node, 1, 1);
+    rejectAttributesExcept(node, {"axis", "p"});
+    if (!isFloatingDType(dtype)) invalid(label + ": LpNormalization needs a float input");
+    const auto rank = static_cast<int64_t>(g.tensor(x).shape.size());
+    const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
+    const int64_t p = intAttribute(node, "p", 2);
+    if (p != 1 && p != 2) invalid(label + ": LpNormalization's p must be 1 or 2");
+    const int terms =
+        p == 1 ? g.unary(ir::UnaryKind::kAbs, name + ".abs", x) : g.binary(ir::OpType::kMul, name + ".squares", x, x);
+    int norm = g.reduce(name + ".sum", terms, ir::Reduction::kSum, {axis}, true);
+    if (p == 2) norm = g.unary(ir::UnaryKind::kSqrt, name + ".norm", norm);
+    out = g.binary(ir::OpType::kDiv, name, x, norm);
   } else {  // MeanVarianceNormalization
     expectInputs(node, 1, 1);
     rejectAttributesExcept(node, {"axes"});

@@ -152,7 +152,7 @@ class Importer {
   // Softplus, Softsign, HardSigmoid, HardSwish, Mish, Celu, Clip, Max, Min as IR ops
   // (onnx_import_activations.cpp); false for another op.
   bool importComposedActivation(const onnx::NodeProto& node, const std::string& label);
-  // Sum, Mean, ThresholdedRelu, Shrink, IsNaN, IsInf, CastLike and MeanVarianceNormalization
+  // Sum, Mean, ThresholdedRelu, Shrink, IsNaN, IsInf, CastLike, MeanVarianceNormalization and LpNormalization
   // (onnx_import_elementwise.cpp); false for another op.
   bool importElementwise(const onnx::NodeProto& node, const std::string& label);
 
@@ -194,7 +194,7 @@ class Importer {
   // Einsum as diagonals, sums and batched MatMuls (onnx_import_einsum.cpp).
   void importEinsum(const onnx::NodeProto& node, const std::string& label);
   void importConvTranspose(const onnx::NodeProto& node, const std::string& label);
-  // A Conv's or ConvTranspose's attributes for its spatial rank (1 or 2; else unsupported).
+  // A Conv's or ConvTranspose's attributes for its spatial rank (1, 2 or 3; else unsupported).
   struct ConvAttributes {
     size_t rank = 2;
     std::vector<int64_t> kernel, strides, dilations, pads;
@@ -203,6 +203,10 @@ class Importer {
   };
   ConvAttributes convAttributes(const onnx::NodeProto& node, const std::string& label, const ir::Shape& x_shape,
                                 const ir::Shape& w_shape) const;
+  // A 3-D Conv (or ConvTranspose into `out_shape`) as 2-D ones per kernel depth (onnx_import_conv3d.cpp).
+  int conv3d(const std::string& name, int x, int w, const ConvAttributes& attributes);
+  int convTranspose3d(const std::string& name, int x, int w, const ir::Shape& out_shape,
+                      const ConvAttributes& attributes);
   // The 2-D geometry it runs as (a 1-D one over a unit height).
   static ir::ConvGeometry geometry2d(const ConvAttributes& attributes);
   // A [N, C, L] tensor (or weights [M, C, K]) viewed as [N, C, 1, L]; a 4-D one as it is.

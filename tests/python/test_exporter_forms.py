@@ -433,3 +433,26 @@ def test_trilu_and_onehot_compute_and_trilu_trains(tmp_path):
     expected = np.full((5, 3), -1.0)
     expected[[0, 4, 3], [0, 1, 2]] = 2
     np.testing.assert_array_equal(tpusim.reference(hot, {"labels": labels}, mode="inference", batch=3)["h"], expected)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_lp_normalization_computes_and_trains_like_numpy(tmp_path, p):
+    """y = LpNormalization(x w) along axis 1, loss mean(y^2): the output and w's SGD step."""
+    rng = np.random.default_rng(14)
+    x = rng.uniform(0.5, 2, (4, 5)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, 5).astype(np.float32)
+    nodes = [oh.make_node("Mul", ["x", "w"], ["z"]), oh.make_node("LpNormalization", ["z"], ["y"], axis=1, p=p)]
+    path = save(tmp_path, f"lp{p}", nodes, [oh.make_tensor_value_info("x", F, [4, 5])],
+                [oh.make_tensor_value_info("y", F, [4, 5])], [onh.from_array(w, "w")], opset=13)
+    z = x.astype(np.float64) * w  # positive, so |z| = z
+    norm = z.sum(1, keepdims=True) if p == 1 else np.sqrt((z * z).sum(1, keepdims=True))
+    y = z / norm
+    np.testing.assert_allclose(tpusim.reference(path, {"x": x}, mode="inference", batch=4)["y"], y, rtol=1e-5)
+    lr = 0.1
+    out = tpusim.reference(path, {"x": x, "targets": np.zeros((4, 5), np.float32)}, batch=4, learning_rate=lr,
+                           loss="mse")
+    dy = 2 * y / y.size
+    # Per row, dz = (dy - sum(dy y)) / norm for p 1 and (dy - y sum(dy y)) / norm for p 2.
+    projected = (dy * y).sum(1, keepdims=True)
+    dz = (dy - (projected if p == 1 else y * projected)) / norm
+    np.testing.assert_allclose(out["w:updated"], w - lr * (dz * x).sum(0), rtol=1e-4, atol=1e-6)

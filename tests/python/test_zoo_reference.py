@@ -197,3 +197,27 @@ def test_einsum_forms_match_pytorch(tmp_path):
     torch.manual_seed(0)
     x = np.random.default_rng(12).standard_normal((2, 6)).astype(np.float32)
     check(tmp_path, "einsum", EinsumForms(), torch.zeros(2, 6), ["x"], {"x": x}, train=True)
+
+
+class Volumetric(torch.nn.Module):
+    """3-D convolutions (strides, pads, dilation, groups) and transposed ones (output_padding),
+    as a video or medical-volume model has them."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv3d(2, 4, 3, stride=(1, 2, 2), padding=1)
+        self.grouped = torch.nn.Conv3d(4, 4, (3, 1, 1), stride=2, dilation=(2, 1, 1), padding=(2, 0, 0), groups=2)
+        self.up = torch.nn.ConvTranspose3d(4, 3, 3, stride=2, padding=1, output_padding=1)
+        self.deeper = torch.nn.ConvTranspose3d(3, 2, (2, 3, 3), stride=(2, 1, 1), padding=(0, 1, 1))
+        self.head = torch.nn.Linear(2, 3)
+
+    def forward(self, volume):
+        y = torch.relu(self.grouped(torch.relu(self.down(volume))))
+        return self.head(self.deeper(torch.relu(self.up(y))).mean(dim=(2, 3, 4)))
+
+
+def test_3d_convolutions_match_pytorch(tmp_path):
+    torch.manual_seed(0)
+    volume = np.random.default_rng(13).standard_normal((2, 2, 6, 8, 8)).astype(np.float32)
+    check(tmp_path, "volumetric", Volumetric(), torch.zeros(1, 2, 6, 8, 8), ["volume"], {"volume": volume},
+          train=True)

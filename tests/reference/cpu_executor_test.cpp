@@ -280,6 +280,36 @@ TEST_P(Gradients, UnaryAndTranspose) {
   EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 5, 17), 0.1, finiteDifferencesFor(dtype)), 1);
 }
 
+// The trigonometric and hyperbolic kinds, each inside its domain: 0.9 tanh(.) in (-1, 1) for
+// asin, acos and atanh; 1.5 + sigmoid(.) above 1 for acosh.
+TEST_P(Gradients, TrigonometricAndHyperbolic) {
+  const DType dtype = GetParam();
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {4, 6}, dtype, ir::TensorRole::kInput);
+  const int h = g.matmul("mm", x, g.addWeight("w", {6, 5}, dtype), false, false);  // [4, 5]
+  const int inside = g.scale("inside", g.unary(ir::UnaryKind::kTanh, "tanh", h), 0.9);
+  const int above =
+      g.add("above", g.unary(ir::UnaryKind::kSigmoid, "sigmoid", h), g.addConstant("one_and_half", {}, dtype));
+  int y = g.unary(ir::UnaryKind::kSin, "sin", h);
+  int n = 0;
+  const auto plus = [&](ir::UnaryKind kind, int v) {
+    y = g.add("sum" + std::to_string(n++), y, g.unary(kind, std::string(ir::unaryKindName(kind)), v));
+  };
+  for (ir::UnaryKind kind : {ir::UnaryKind::kCos, ir::UnaryKind::kTan, ir::UnaryKind::kAtan, ir::UnaryKind::kSinh,
+                             ir::UnaryKind::kCosh, ir::UnaryKind::kAsinh}) {
+    plus(kind, inside);
+  }
+  for (ir::UnaryKind kind : {ir::UnaryKind::kAsin, ir::UnaryKind::kAcos, ir::UnaryKind::kAtanh}) plus(kind, inside);
+  plus(ir::UnaryKind::kAcosh, above);
+  g.markOutput(y);
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  std::map<std::string, ir::TensorValue> feeds = randomFeeds(graph, 5, 23);
+  feeds["one_and_half"] = ir::TensorValue{{}, dtype, {1.5}, {}};
+  EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 1);
+}
+
 TEST_P(Gradients, ReduceAndConcat) {
   const DType dtype = GetParam();
   ImportedModel model;

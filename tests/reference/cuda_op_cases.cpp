@@ -54,10 +54,13 @@ OpCase unaryOps() {
   ir::Graph g;
   const int x = g.addInput("x", {5, 7}, DType::kF32, ir::TensorRole::kInput);
   const int dy = g.addInput("dy", {5, 7}, DType::kF32, ir::TensorRole::kInput);
-  for (ir::UnaryKind kind : {ir::UnaryKind::kAbs, ir::UnaryKind::kErf, ir::UnaryKind::kExp, ir::UnaryKind::kLog,
-                             ir::UnaryKind::kNeg, ir::UnaryKind::kReciprocal, ir::UnaryKind::kSigmoid,
-                             ir::UnaryKind::kSqrt, ir::UnaryKind::kTanh, ir::UnaryKind::kRound,
-                             ir::UnaryKind::kFloor, ir::UnaryKind::kCeil, ir::UnaryKind::kSign}) {
+  for (ir::UnaryKind kind :
+       {ir::UnaryKind::kAbs,  ir::UnaryKind::kErf,        ir::UnaryKind::kExp,     ir::UnaryKind::kLog,
+        ir::UnaryKind::kNeg,  ir::UnaryKind::kReciprocal, ir::UnaryKind::kSigmoid, ir::UnaryKind::kSqrt,
+        ir::UnaryKind::kTanh, ir::UnaryKind::kRound,      ir::UnaryKind::kFloor,   ir::UnaryKind::kCeil,
+        ir::UnaryKind::kSign, ir::UnaryKind::kSin,        ir::UnaryKind::kCos,     ir::UnaryKind::kTan,
+        ir::UnaryKind::kAsin, ir::UnaryKind::kAcos,       ir::UnaryKind::kAtan,    ir::UnaryKind::kSinh,
+        ir::UnaryKind::kCosh, ir::UnaryKind::kAsinh,      ir::UnaryKind::kAcosh,   ir::UnaryKind::kAtanh}) {
     const std::string name = ir::unaryKindName(kind);
     const int y = g.unary(kind, name, x);
     g.markOutput(g.unaryGrad(kind, name + ".grad", dy, x, y));
@@ -115,8 +118,10 @@ OpCase reductions() {
   ir::Graph g;
   const int x = g.addInput("x", {4, 6, 5}, DType::kF32, ir::TensorRole::kInput);
   const int n = g.addInput("n", {4, 6}, DType::kInt64, ir::TensorRole::kInput);
-  const std::pair<const char*, ir::Reduction> reductions[] = {
-      {"sum", ir::Reduction::kSum}, {"mean", ir::Reduction::kMean}, {"max", ir::Reduction::kMax}, {"min", ir::Reduction::kMin}};
+  const std::pair<const char*, ir::Reduction> reductions[] = {{"sum", ir::Reduction::kSum},
+                                                              {"mean", ir::Reduction::kMean},
+                                                              {"max", ir::Reduction::kMax},
+                                                              {"min", ir::Reduction::kMin}};
   for (const auto& [name, r] : reductions) g.markOutput(g.reduce(name, x, r, {0, 2}, false));
   g.markOutput(g.reduce("nmax", n, ir::Reduction::kMax, {1}, true));
   g.markOutput(g.reduceSumTo("to", x, {6, 1}));
@@ -312,7 +317,8 @@ std::vector<OpCase> cudaOpCases() {
   for (const char* optimizer : {"sgd", "momentum", "adam", "adagrad", "lars"}) {
     cases.push_back(modelStep("mlp.onnx", 8, optimizer, "float32"));
   }
-  for (const char* precision : {"mixed_bfloat16", "mixed_float16"}) cases.push_back(modelStep("mlp.onnx", 8, "adam", precision));
+  for (const char* precision : {"mixed_bfloat16", "mixed_float16"})
+    cases.push_back(modelStep("mlp.onnx", 8, "adam", precision));
   cases.push_back(modelStep("mlp.onnx", 8, "sgd", "int8", "inference"));  // int8 weights, activations quantized
   // Embedding tables looked up by ids the step picks out of one feature tensor (computed indices).
   cases.push_back(modelStep("dlrm.onnx", 2, "adagrad", "float32"));
