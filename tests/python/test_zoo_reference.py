@@ -221,3 +221,32 @@ def test_3d_convolutions_match_pytorch(tmp_path):
     volume = np.random.default_rng(13).standard_normal((2, 2, 6, 8, 8)).astype(np.float32)
     check(tmp_path, "volumetric", Volumetric(), torch.zeros(1, 2, 6, 8, 8), ["volume"], {"volume": volume},
           train=True)
+
+
+def small_convnext():
+    from torchvision.models.convnext import CNBlockConfig
+    return torchvision.models.ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=5)
+
+
+def small_resnext():
+    from torchvision.models.resnet import Bottleneck, ResNet
+    return ResNet(Bottleneck, [1, 1, 1, 1], groups=4, width_per_group=4, num_classes=5)
+
+
+# The exporter zoo's vision models, shrunk: each with its own blocks (inverted residuals with
+# squeeze-excitation and hard-swish, dense blocks, grouped bottlenecks, RegNet's Y blocks,
+# ConvNeXt's depthwise blocks with LayerNorm), forward. Those with BatchNormalization are
+# checked forward only (the eval-mode export folds it; a training import would use the
+# batch's statistics); ConvNeXt, with LayerNorm, also through a training step.
+@pytest.mark.parametrize("name, build, train", [
+    ("mobilenet_v3_large", lambda: torchvision.models.mobilenet_v3_large(width_mult=0.25, num_classes=5), False),
+    ("efficientnet_b0", lambda: torchvision.models.efficientnet_b0(num_classes=5), False),
+    ("densenet", lambda: torchvision.models.DenseNet(8, (2, 2), 16, num_classes=5), False),
+    ("resnext", small_resnext, False),
+    ("regnet", lambda: torchvision.models.regnet_y_400mf(num_classes=5), False),
+    ("convnext", small_convnext, True),
+])
+def test_shrunk_vision_models_match_pytorch(tmp_path, name, build, train):
+    torch.manual_seed(0)
+    image = np.random.default_rng(14).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    check(tmp_path, name, build(), torch.zeros(1, 3, 32, 32), ["image"], {"image": image}, train=train)
