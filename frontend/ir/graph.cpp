@@ -416,7 +416,7 @@ int Graph::broadcastTo(const std::string& name, int x, Shape shape, TensorRole r
   return append(std::move(op), name + ":out", std::move(shape), dtype, role);
 }
 
-int Graph::concat(const std::string& name, const std::vector<int>& inputs, int64_t axis) {
+int Graph::concat(const std::string& name, const std::vector<int>& inputs, int64_t axis, TensorRole role) {
   if (inputs.empty()) shapeError(name, "Concat needs at least one input");
   const Tensor& first = checked(inputs[0], name);
   const auto rank = static_cast<int64_t>(first.shape.size());
@@ -438,7 +438,7 @@ int Graph::concat(const std::string& name, const std::vector<int>& inputs, int64
   Op op = makeOp(name, OpType::kConcat, inputs);
   op.axis = axis;
   const DType dtype = first.dtype;
-  return append(std::move(op), name + ":out", std::move(out), dtype, TensorRole::kActivation);
+  return append(std::move(op), name + ":out", std::move(out), dtype, role);
 }
 
 int Graph::slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length, TensorRole role) {

@@ -277,7 +277,8 @@ class Graph {
   // Reduction::kSum, kMean, kMax or kMin over `axes` (non-negative, any order; empty = all).
   int reduce(const std::string& name, int x, Reduction reduction, std::vector<int64_t> axes, bool keepdims);
   int broadcastTo(const std::string& name, int x, Shape shape, TensorRole role = TensorRole::kGradient);
-  int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis);
+  int concat(const std::string& name, const std::vector<int>& inputs, int64_t axis,
+             TensorRole role = TensorRole::kActivation);
   int slice(const std::string& name, int x, int64_t axis, int64_t start, int64_t length,
             TensorRole role = TensorRole::kGradient);
   // out has `shape`; out[i] reads x[starts[d] + i[d] * steps[d]], every index inside x.

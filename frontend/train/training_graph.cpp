@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <tuple>
 
 #include "frontend/ir/tensor_value.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
@@ -64,10 +66,12 @@ class Backward {
         accumulate(scores, seed);
         continue;
       }
+      settleSlices(op.outputs[0]);
       auto grad = m_grads.find(op.outputs[0]);
       if (grad == m_grads.end()) continue;
       differentiate(op, grad->second);
     }
+    while (!m_slices.empty()) settleSlices(m_slices.begin()->first);  // weights and inputs: no producer
   }
 
   const std::map<int, int>& grads() const { return m_grads; }
@@ -80,6 +84,60 @@ class Backward {
     if (!inserted) {
       it->second = m_graph.add(m_graph.tensor(tensor).name + ".grad_sum" + std::to_string(m_sums++), it->second,
                                gradient, TensorRole::kGradient);
+    }
+  }
+
+  // A unit-step Slice along one axis (or a whole copy): the one axis. Such slices' gradients wait
+  // in m_slices until their input's gradient is needed, then join (settleSlices).
+  static std::optional<int64_t> singleAxis(const Op& op, const ir::Shape& in, const ir::Shape& out) {
+    std::optional<int64_t> axis;
+    for (size_t d = 0; d < in.size(); ++d) {
+      if (op.steps[d] != 1) return std::nullopt;
+      if (in[d] == out[d] && op.starts[d] == 0) continue;
+      if (axis) return std::nullopt;
+      axis = static_cast<int64_t>(d);
+    }
+    return axis.value_or(0);
+  }
+
+  // The gradient of a tensor read by unit-step slices along one axis: each contiguous run of
+  // them (an unrolled loop's steps, a Split's parts) is one Concat of their gradients, placed by
+  // one SliceGrad unless it covers the axis, as XLA's backward of a loop of dynamic slices
+  // updates one buffer in place; not a zero-filled copy of the input per slice, which an
+  // unrolled recurrence would make quadratic in its length.
+  void settleSlices(int tensor) {
+    const auto found = m_slices.find(tensor);
+    if (found == m_slices.end()) return;
+    std::vector<SlicePiece> pieces = std::move(found->second);
+    m_slices.erase(found);
+    std::stable_sort(pieces.begin(), pieces.end(), [](const SlicePiece& a, const SlicePiece& b) {
+      return std::tie(a.axis, a.start) < std::tie(b.axis, b.start);
+    });
+    const ir::Shape shape = m_graph.tensor(tensor).shape;
+    const std::string base = m_graph.tensor(tensor).name + ".grad_slices";
+    for (size_t first = 0; first < pieces.size();) {
+      size_t end = first + 1;
+      while (end < pieces.size() && pieces[end].axis == pieces[first].axis &&
+             pieces[end].start == pieces[end - 1].start + pieces[end - 1].length) {
+        ++end;
+      }
+      const int64_t axis = pieces[first].axis, start = pieces[first].start;
+      const int64_t length = pieces[end - 1].start + pieces[end - 1].length - start;
+      std::vector<int> parts;
+      for (size_t i = first; i < end; ++i) parts.push_back(pieces[i].dy);
+      const std::string name = base + std::to_string(m_sums++);
+      const int joined =
+          parts.size() == 1 ? parts[0] : m_graph.concat(name + ".joined", parts, axis, TensorRole::kGradient);
+      if (start == 0 && length == shape[static_cast<size_t>(axis)]) {
+        accumulate(tensor, joined);
+      } else {
+        Op placement;
+        placement.starts.assign(shape.size(), 0);
+        placement.starts[static_cast<size_t>(axis)] = start;
+        placement.steps.assign(shape.size(), 1);
+        accumulate(tensor, m_graph.sliceGrad(name, joined, placement, shape));
+      }
+      first = end;
     }
   }
 
@@ -211,9 +269,17 @@ class Backward {
       case OpType::kBroadcastTo:
         if (needs(a)) accumulate(a, toShapeOf(dy, a, base));
         break;
-      case OpType::kSlice:
-        if (needs(a)) accumulate(a, m_graph.sliceGrad(base, dy, op, m_graph.tensor(a).shape));
+      case OpType::kSlice: {
+        if (!needs(a)) break;
+        const ir::Shape& out = m_graph.tensor(op.outputs[0]).shape;
+        if (const auto axis = singleAxis(op, m_graph.tensor(a).shape, out)) {
+          const auto d = static_cast<size_t>(*axis);
+          m_slices[a].push_back({*axis, op.starts[d], out[d], dy});
+        } else {
+          accumulate(a, m_graph.sliceGrad(base, dy, op, m_graph.tensor(a).shape));
+        }
         break;
+      }
       case OpType::kConcat: {
         int64_t start = 0;
         for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -286,6 +352,11 @@ class Backward {
   Graph& m_graph;
   std::vector<bool> m_needs_grad;
   std::map<int, int> m_grads;  // tensor -> its gradient
+  struct SlicePiece {
+    int64_t axis = 0, start = 0, length = 0;
+    int dy = -1;
+  };
+  std::map<int, std::vector<SlicePiece>> m_slices;  // tensor -> its unit-step slices' gradients, not yet joined
   int m_sums = 0;
 };
 

@@ -57,6 +57,36 @@ TEST_P(MatMulGradient, GradientsHaveOperandShapes) {
 
 INSTANTIATE_TEST_SUITE_P(AllTransposes, MatMulGradient, ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
+// An unrolled loop's steps (unit-step slices covering one axis) give their input one Concat
+// of their gradients, not a zero-filled copy of it per step added up (quadratic in the steps).
+TEST(TrainingGraph, SlicesCoveringAnAxisJoinTheirGradientsInOneConcat) {
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {4, 6}, DType::kF32, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {6, 8}, DType::kF32);
+  const int h = g.matmul("h", x, w, false, false);  // [4, 8], sliced into 4 steps of 2 columns
+  int y = -1;
+  for (int64_t step = 0; step < 4; ++step) {
+    const int part = g.slice("step" + std::to_string(step), h, 1, 2 * step, 2, ir::TensorRole::kActivation);
+    y = y < 0 ? part : g.add("acc" + std::to_string(step), y, g.relu("relu" + std::to_string(step), part));
+  }
+  g.markOutput(y);
+  model.batch = 4;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
+  EXPECT_EQ(countOps(graph, ir::OpType::kSliceGrad), 0) << graph.toString();
+  EXPECT_EQ(countOps(graph, ir::OpType::kConcat), 1);
+
+  ImportedModel partial;  // rows 0-1 and 3 of 5: two runs, each placed by a SliceGrad
+  ir::Graph& p = partial.graph;
+  const int v = p.addWeight("v", {5, 3}, DType::kF32);
+  const int a = p.slice("a", v, 0, 0, 2, ir::TensorRole::kActivation);
+  const int b = p.slice("b", v, 0, 3, 1, ir::TensorRole::kActivation);
+  p.markOutput(p.concat("out", {a, b}, 0));
+  partial.batch = 3;
+  const ir::Graph partial_graph = buildTrainingGraph(partial, TrainingOptions{});
+  EXPECT_EQ(countOps(partial_graph, ir::OpType::kSliceGrad), 2) << partial_graph.toString();
+}
+
 TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
   ImportedModel model;
   ir::Graph& g = model.graph;

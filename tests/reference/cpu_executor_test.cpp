@@ -310,6 +310,31 @@ TEST_P(Gradients, TrigonometricAndHyperbolic) {
   EXPECT_EQ(expectGradientsMatch(graph, feeds, 0.1, finiteDifferencesFor(dtype)), 1);
 }
 
+// Unit-step slices of one weight, as an unrolled loop reads its steps: a contiguous run (rows
+// 0-1, 2-3, 4), a separate one (row 6) and an overlapping one (rows 1-3), whose gradients the
+// backward joins per run (a Concat placed by a SliceGrad) and adds.
+TEST_P(Gradients, SlicesOfOneTensorJoinPerRun) {
+  const DType dtype = GetParam();
+  ImportedModel model;
+  ir::Graph& g = model.graph;
+  const int x = g.addInput("x", {3, 4}, dtype, ir::TensorRole::kInput);
+  const int w = g.addWeight("w", {7, 4}, dtype);
+  int y = -1;
+  int n = 0;
+  for (const auto& [start, length] : std::vector<std::pair<int64_t, int64_t>>{{0, 2}, {2, 2}, {4, 1}, {6, 1}, {1, 3}}) {
+    const int rows = g.slice("rows" + std::to_string(n), w, 0, start, length, ir::TensorRole::kActivation);
+    const int scores = g.matmul("scores" + std::to_string(n++), x, rows, false, true);  // [3, length]
+    const int summed =
+        g.reduce("summed" + std::to_string(n), g.unary(ir::UnaryKind::kTanh, "tanh" + std::to_string(n), scores),
+                 ir::Reduction::kSum, {1}, true);
+    y = y < 0 ? summed : g.add("sum" + std::to_string(n), y, summed);
+  }
+  g.markOutput(g.binary(ir::OpType::kMul, "wide", y, g.addWeight("scale", {1, 2}, dtype)));  // [3, 2]
+  model.batch = 3;
+  const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{0.1});
+  EXPECT_EQ(expectGradientsMatch(graph, randomFeeds(graph, 2, 29), 0.1, finiteDifferencesFor(dtype)), 2);
+}
+
 TEST_P(Gradients, ReduceAndConcat) {
   const DType dtype = GetParam();
   ImportedModel model;
