@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <tuple>
 
 #include "frontend/passes/fusion.hpp"
 
@@ -91,47 +93,67 @@ MemoryPlan planMemory(const ir::Graph& graph) {
     plan.unplanned_bytes += tensor.bytes();
     if (first[id] == -1 && last[id] == end) plan.persistent_bytes += tensor.bytes();
   }
-  const auto overlapInTime = [&](int a, int b) {
-    return first[static_cast<size_t>(a)] <= last[static_cast<size_t>(b)] &&
-           first[static_cast<size_t>(b)] <= last[static_cast<size_t>(a)];
-  };
-  const auto size = [&](int id) { return aligned(tensors[static_cast<size_t>(id)].bytes()); };
+  std::vector<uint64_t> sizes(count, 0);  // aligned bytes of each planned storage
+  for (int id : roots) sizes[static_cast<size_t>(id)] = aligned(tensors[static_cast<size_t>(id)].bytes());
+  const auto overlapInTime = [&](size_t a, size_t b) { return first[a] <= last[b] && first[b] <= last[a]; };
 
-  // Greedy by size: the largest tensors take the low offsets; each later one goes into
-  // the lowest gap left by the tensors placed so far that are live at the same time.
+  // Greedy by size: the largest tensors take the low offsets; each later one goes into the
+  // lowest gap left by the tensors placed so far that are live at the same time. The placed
+  // ones are kept in order of their [offset, end), so the first gap is found walking up from
+  // 0, past those live at another time, and the walk stops at the first gap that fits.
   std::vector<int> order = roots;
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return size(a) > size(b); });
-  std::vector<int> placed;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return sizes[static_cast<size_t>(a)] > sizes[static_cast<size_t>(b)]; });
+  std::set<std::tuple<uint64_t, uint64_t, int>> placed;  // [offset, end), id
   for (int id : order) {
-    std::vector<std::pair<uint64_t, uint64_t>> busy;  // [begin, end) of simultaneous tensors
-    for (int other : placed) {
-      if (overlapInTime(id, other)) {
-        busy.emplace_back(plan.offset[static_cast<size_t>(other)],
-                          plan.offset[static_cast<size_t>(other)] + size(other));
-      }
-    }
-    std::sort(busy.begin(), busy.end());
+    const size_t i = static_cast<size_t>(id);
     uint64_t candidate = 0;
-    for (const auto& [begin, stop] : busy) {
-      if (candidate + size(id) <= begin) break;
+    for (const auto& [begin, stop, other] : placed) {
+      if (!overlapInTime(i, static_cast<size_t>(other))) continue;
+      if (candidate + sizes[i] <= begin) break;
       candidate = std::max(candidate, stop);
     }
-    plan.offset[static_cast<size_t>(id)] = candidate;
-    plan.peak_bytes = std::max(plan.peak_bytes, candidate + size(id));
-    placed.push_back(id);
+    plan.offset[i] = candidate;
+    plan.peak_bytes = std::max(plan.peak_bytes, candidate + sizes[i]);
+    placed.emplace(candidate, candidate + sizes[i], id);
   }
 
   // A storage reuses memory when it overlaps, in space, one that died before it was written.
-  for (int id : roots) {
-    const size_t i = static_cast<size_t>(id);
-    for (int other : roots) {
-      const size_t j = static_cast<size_t>(other);
-      if (last[j] >= first[i] || size(id) == 0 || size(other) == 0) continue;
-      if (plan.offset[j] < plan.offset[i] + size(id) && plan.offset[i] < plan.offset[j] + size(other)) {
-        plan.reuses[i] = true;
-        break;
-      }
+  // Walking the storages by when they are written, those that died before enter a prefix-max
+  // tree over their offsets (the highest end among those that begin below a point): one
+  // overlaps [offset, offset + size) if one that begins below its end ends above its offset.
+  std::vector<uint64_t> begins;
+  for (int id : roots) begins.push_back(plan.offset[static_cast<size_t>(id)]);
+  std::sort(begins.begin(), begins.end());
+  begins.erase(std::unique(begins.begin(), begins.end()), begins.end());
+  std::vector<uint64_t> highest_end(begins.size() + 1, 0);  // Fenwick tree, 1-based
+  const auto insert = [&](uint64_t begin, uint64_t stop) {
+    for (size_t k = static_cast<size_t>(std::lower_bound(begins.begin(), begins.end(), begin) - begins.begin()) + 1;
+         k < highest_end.size(); k += k & (~k + 1)) {
+      highest_end[k] = std::max(highest_end[k], stop);
     }
+  };
+  const auto highestEndBelow = [&](uint64_t point) {  // over the intervals that begin below `point`
+    uint64_t highest = 0;
+    for (size_t k = static_cast<size_t>(std::lower_bound(begins.begin(), begins.end(), point) - begins.begin()); k > 0;
+         k -= k & (~k + 1)) {
+      highest = std::max(highest, highest_end[k]);
+    }
+    return highest;
+  };
+  std::vector<int> by_first = roots, by_last = roots;
+  std::stable_sort(by_first.begin(), by_first.end(),
+                   [&](int a, int b) { return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)]; });
+  std::stable_sort(by_last.begin(), by_last.end(),
+                   [&](int a, int b) { return last[static_cast<size_t>(a)] < last[static_cast<size_t>(b)]; });
+  size_t dead = 0;
+  for (int id : by_first) {
+    const size_t i = static_cast<size_t>(id);
+    for (; dead < by_last.size() && last[static_cast<size_t>(by_last[dead])] < first[i]; ++dead) {
+      const size_t j = static_cast<size_t>(by_last[dead]);
+      if (sizes[j] != 0) insert(plan.offset[j], plan.offset[j] + sizes[j]);
+    }
+    if (sizes[i] != 0 && highestEndBelow(plan.offset[i] + sizes[i]) > plan.offset[i]) plan.reuses[i] = true;
   }
 
   // Bytes live at each op: +size where a storage starts, -size after it ends (position 0 is "before op 0").
