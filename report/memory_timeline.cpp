@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "report/utilization_windows.hpp"
 
@@ -19,43 +20,70 @@ struct Access {                                        // the spans of the ops t
   bool written = false, read = false;
 };
 
-// Bytes covered by a changing set of address ranges: a count per elementary segment
-// between the ranges' ends.
+// Bytes covered by a changing set of address ranges: a segment tree over the elementary
+// segments between the ranges' ends, each node with how many ranges cover it whole and the
+// bytes covered below it. Each removal undoes an earlier addition of the same range.
 class RangeUnion {
  public:
-  explicit RangeUnion(std::vector<uint64_t> points) : m_points(std::move(points)), m_count(m_points.size(), 0) {}
+  explicit RangeUnion(std::vector<uint64_t> points)
+      : m_points(std::move(points)),
+        m_segments(m_points.size() > 1 ? m_points.size() - 1 : 0),
+        m_count(4 * std::max<size_t>(m_segments, 1), 0),
+        m_covered(4 * std::max<size_t>(m_segments, 1), 0) {}
   void add(uint64_t begin, uint64_t end, int delta) {
-    const size_t first =
-        static_cast<size_t>(std::lower_bound(m_points.begin(), m_points.end(), begin) - m_points.begin());
-    for (size_t i = first; i + 1 < m_points.size() && m_points[i] < end; ++i) {
-      const uint64_t length = m_points[i + 1] - m_points[i];
-      if (delta > 0 && m_count[i]++ == 0) m_bytes += length;
-      if (delta < 0 && --m_count[i] == 0) m_bytes -= length;
-    }
+    const auto index = [&](uint64_t point) {
+      return static_cast<size_t>(std::lower_bound(m_points.begin(), m_points.end(), point) - m_points.begin());
+    };
+    const size_t first = index(begin), last = index(end);  // segments [first, last)
+    if (first < last) update(1, 0, m_segments, first, last, delta);
   }
-  uint64_t bytes() const { return m_bytes; }
+  uint64_t bytes() const { return m_segments == 0 ? 0 : m_covered[1]; }
 
  private:
+  // Node `node` spans segments [low, high).
+  void update(size_t node, size_t low, size_t high, size_t first, size_t last, int delta) {
+    if (last <= low || high <= first) return;
+    if (first <= low && high <= last) {
+      m_count[node] = static_cast<uint32_t>(static_cast<int64_t>(m_count[node]) + delta);
+    } else {
+      const size_t middle = (low + high) / 2;
+      update(2 * node, low, middle, first, last, delta);
+      update(2 * node + 1, middle, high, first, last, delta);
+    }
+    if (m_count[node] > 0) {
+      m_covered[node] = m_points[high] - m_points[low];
+    } else {
+      m_covered[node] = high - low == 1 ? 0 : m_covered[2 * node] + m_covered[2 * node + 1];
+    }
+  }
+
   std::vector<uint64_t> m_points;  // sorted, unique
+  size_t m_segments;
   std::vector<uint32_t> m_count;
-  uint64_t m_bytes = 0;
+  std::vector<uint64_t> m_covered;
 };
 
 }  // namespace
 
 MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& timeline, uint64_t total_cycles) {
-  // Each op's span: its first instruction's start to its last one's end.
-  std::map<std::string, std::pair<uint64_t, uint64_t>> spans;
+  // Each op's span: its first instruction's start to its last one's end (ops numbered once,
+  // by name, so the events do not look names up).
+  std::vector<int> op_of(static_cast<size_t>(chip.instructions_size()));
+  std::unordered_map<std::string, int> op_numbers;
+  for (int i = 0; i < chip.instructions_size(); ++i) {
+    op_of[static_cast<size_t>(i)] =
+        op_numbers.try_emplace(chip.instructions(i).op(), static_cast<int>(op_numbers.size())).first->second;
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> spans(op_numbers.size(), {kNever, 0});
   for (const TimelineEvent& event : timeline.events()) {
-    const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    auto [it, added] = spans.try_emplace(ins.op(), event.start_cycle, event.end_cycle);
-    it->second.first = std::min(it->second.first, event.start_cycle);
-    it->second.second = std::max(it->second.second, event.end_cycle);
+    auto& span = spans[static_cast<size_t>(op_of[static_cast<size_t>(event.instruction)])];
+    span.first = std::min(span.first, event.start_cycle);
+    span.second = std::max(span.second, event.end_cycle);
   }
   std::vector<Access> access(static_cast<size_t>(chip.buffers_size()));
   for (const TimelineEvent& event : timeline.events()) {
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    const auto& [op_start, op_end] = spans.at(ins.op());
+    const auto& [op_start, op_end] = spans[static_cast<size_t>(op_of[static_cast<size_t>(event.instruction)])];
     for (uint32_t id : ins.reads()) {
       Access& a = access[id];
       a.read = true;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <unordered_map>
 
 #include "report/cmem_section.hpp"
 #include "report/interconnect_section.hpp"
@@ -196,7 +197,7 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     }
     bound(t, entry);
   };
-  std::map<std::string, size_t> index;
+  std::unordered_map<std::string, size_t> index;
   for (int i = 0; i < chip.ops_size(); ++i) index.emplace(chip.ops(i).op(), static_cast<size_t>(i));
   std::vector<Totals> totals(static_cast<size_t>(chip.ops_size()));
   for (const TimelineEvent& event : result.timeline.events()) {
