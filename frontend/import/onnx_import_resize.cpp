@@ -1,9 +1,12 @@
-// Resize (and opset-9 Upsample's successor) in nearest and linear modes, axis by axis as
+// Resize (and opset-9 Upsample's successor) in nearest, linear and cubic modes, axis by axis as
 // gathers of compile-time indices (ONNX's coordinate transformation and rounding, evaluated
 // here): nearest is one Gather per resized axis; linear two, weighted by constant fractions
-// and added (separable, as ONNX's bilinear is). Gather's DMA lowering, kernels and gradient
-// carry over. Cubic, tf_crop_and_resize, half_pixel_symmetric, antialias and
-// keep_aspect_ratio_policy other than stretch are unsupported.
+// and added (separable, as ONNX's bilinear is); cubic four, the neighbours at floor(x) - 1 ..
+// floor(x) + 2 (clamped to the edge) weighted by Keys' cubic convolution with cubic_coeff_a
+// (with exclude_outside, the weights of neighbours outside the input are 0 and the rest
+// renormalized). Gather's DMA lowering, kernels and gradient carry over. tf_crop_and_resize,
+// half_pixel_symmetric, antialias and keep_aspect_ratio_policy other than stretch are unsupported.
+#include <array>
 #include <cmath>
 
 #include "frontend/import/onnx_importer.hpp"
@@ -21,6 +24,14 @@ double sourceCoordinate(const std::string& mode, int64_t i, int64_t in, double s
   if (mode == "pytorch_half_pixel") return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (mode == "align_corners") return resized == 1 ? 0.0 : x * static_cast<double>(in - 1) / (resized - 1);
   return x / scale;  // asymmetric
+}
+
+// Keys' cubic convolution weights of the four neighbours of a point `t` past the second
+// (t in [0, 1)), with coefficient a (ONNX's cubic_coeff_a).
+std::array<double, 4> cubicWeights(double t, double a) {
+  const auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 <= d < 2
+  const auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };       // 0 <= d < 1
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
 }
 
 int64_t nearestIndex(const std::string& rounding, double x, int64_t in) {
@@ -56,6 +67,42 @@ std::vector<double> Importer::constantFloats(const onnx::NodeProto& node, int in
   return constant->floats;
 }
 
+int Importer::cubicResized(const onnx::NodeProto& node, const std::string& name, const std::string& part,
+                           const std::string& result, int x, int64_t axis, int64_t in, int64_t out, double scale,
+                           const std::string& transform, const ir::Shape& along) {
+  ir::Graph& g = m_result.graph;
+  const double a = floatAttribute(node, "cubic_coeff_a", -0.75f);
+  const bool exclude = intAttribute(node, "exclude_outside", 0) != 0;
+  const DType dtype = g.tensor(x).dtype;
+  std::array<ir::TensorValue, 4> index, weight;
+  for (size_t k = 0; k < 4; ++k) {
+    index[k] = ir::TensorValue{{out}, DType::kInt64, {}, {}};
+    weight[k] = ir::TensorValue{along, dtype, {}, {}};
+  }
+  for (int64_t o = 0; o < out; ++o) {
+    const double source = sourceCoordinate(transform, o, in, scale);
+    const double below = std::floor(source);
+    std::array<double, 4> w = cubicWeights(source - below, a);
+    double total = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const int64_t at = static_cast<int64_t>(below) - 1 + static_cast<int64_t>(k);
+      if (exclude && (at < 0 || at >= in)) w[k] = 0;
+      total += w[k];
+      index[k].ints.push_back(std::clamp<int64_t>(at, 0, in - 1));
+    }
+    for (size_t k = 0; k < 4; ++k) weight[k].floats.push_back(exclude ? w[k] / total : w[k]);
+  }
+  int sum = -1;
+  for (size_t k = 0; k < 4; ++k) {
+    const std::string tap = name + "." + part + ".tap" + std::to_string(k);
+    const int gathered = g.gather(tap, x, constantTensor(tap + ".index", std::move(index[k])), axis);
+    const int term =
+        g.binary(ir::OpType::kMul, tap + ".weighted", gathered, constantTensor(tap + ".weight", std::move(weight[k])));
+    sum = sum < 0 ? term : g.add(k == 3 ? result : tap + ".sum", sum, term);
+  }
+  return sum;
+}
+
 void Importer::importResize(const onnx::NodeProto& node, const std::string& label) {
   expectInputCount(node, 1, 4, label);
   rejectAttributesExcept(node,
@@ -75,10 +122,10 @@ void Importer::importResize(const onnx::NodeProto& node, const std::string& labe
   const std::string rounding = text("nearest_mode", "round_prefer_floor");
   const auto unsupported = [&](const std::string& what) {
     throw Error(ErrorKind::kUnsupported, label + ": Resize " + what +
-                                             " is not supported (nearest and linear modes, "
+                                             " is not supported (nearest, linear and cubic modes, "
                                              "half_pixel, pytorch_half_pixel, align_corners and asymmetric)");
   };
-  if (mode != "nearest" && mode != "linear") unsupported("mode '" + mode + "'");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") unsupported("mode '" + mode + "'");
   if (transform != "half_pixel" && transform != "pytorch_half_pixel" && transform != "align_corners" &&
       transform != "asymmetric") {
     unsupported("coordinate_transformation_mode '" + transform + "'");
@@ -154,6 +201,10 @@ void Importer::importResize(const onnx::NodeProto& node, const std::string& labe
     }
     if (mode == "nearest") {
       x = g.gather(result, x, constant(part + ".index", std::move(low)), axis);
+      continue;
+    }
+    if (mode == "cubic") {
+      x = cubicResized(node, name, part, result, x, axis, in, out[i], scale[i], transform, along);
       continue;
     }
     const int t = constant(part + ".fraction", weight);

@@ -139,6 +139,10 @@ class Importer {
   void importGroupedNorm(const onnx::NodeProto& node, const std::string& label);
   void importRearrange(const onnx::NodeProto& node, const std::string& label);
   void importResize(const onnx::NodeProto& node, const std::string& label);
+  // Resize's cubic mode along one axis: four Gathers of the neighbours, weighted and added.
+  int cubicResized(const onnx::NodeProto& node, const std::string& name, const std::string& part,
+                   const std::string& result, int x, int64_t axis, int64_t in, int64_t out, double scale,
+                   const std::string& transform, const ir::Shape& along);
   void importMasked(const onnx::NodeProto& node, const std::string& label);  // Trilu, OneHot
   // LSTM, GRU and RNN unrolled over the sequence (onnx_import_recurrent.cpp).
   void importRecurrent(const onnx::NodeProto& node, const std::string& label);

@@ -250,3 +250,24 @@ def test_shrunk_vision_models_match_pytorch(tmp_path, name, build, train):
     torch.manual_seed(0)
     image = np.random.default_rng(14).standard_normal((2, 3, 32, 32)).astype(np.float32)
     check(tmp_path, name, build(), torch.zeros(1, 3, 32, 32), ["image"], {"image": image}, train=train)
+
+
+class BicubicUpsampler(torch.nn.Module):
+    """Super-resolution style: a convolution, bicubic upsampling by 2 (Resize cubic, a = -0.75),
+    a convolution, pooled and classified."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.refine = torch.nn.Conv2d(4, 4, 3, padding=1)
+        self.head = torch.nn.Linear(4, 3)
+
+    def forward(self, image):
+        up = torch.nn.functional.interpolate(self.features(image), scale_factor=2, mode="bicubic", align_corners=False)
+        return self.head(self.refine(up).mean(dim=(2, 3)))
+
+
+def test_bicubic_upsampling_matches_pytorch(tmp_path):
+    torch.manual_seed(0)
+    image = np.random.default_rng(15).standard_normal((2, 3, 6, 6)).astype(np.float32)
+    check(tmp_path, "bicubic", BicubicUpsampler(), torch.zeros(1, 3, 6, 6), ["image"], {"image": image}, train=True)

@@ -177,12 +177,11 @@ const std::set<std::string> kOutOfScopeOps = {"StringNormalizer",
                                               "Unique",
                                               "Compress"};
 
-// Cases of supported ops in forms not built yet (docs/frontend.md): Resize's cubic mode and
-// tf_crop_and_resize, and a run-time scatter's mul reduction. Each must be
-// refused with an "unsupported" error.
+// Cases of supported ops in forms not built yet (docs/frontend.md): Resize's
+// tf_crop_and_resize, and a run-time scatter's mul reduction. Each must be refused with an
+// "unsupported" error.
 bool notBuiltYet(const std::string& name) {
-  return name == "test_scatternd_multiply" || name.find("_cubic") != std::string::npos ||
-         name.find("tf_crop_and_resize") != std::string::npos;
+  return name == "test_scatternd_multiply" || name.find("tf_crop_and_resize") != std::string::npos;
 }
 
 onnx::ModelProto loadModel(const fs::path& path) {
@@ -428,7 +427,7 @@ TEST(OnnxNodeSuite, EverySupportedCasePasses) {
             << " refused by design (random training-mode Dropout, zero-size tensors), each checked to be an "
                "unsupported error; "
             << not_built
-            << " in forms not built yet (cubic Resize, tf_crop_and_resize, a scatter's mul), each "
+            << " in forms not built yet (tf_crop_and_resize, a scatter's mul), each "
                "checked to be an "
                "unsupported error; "
             << repaired << " run with a model attribute repaired to match its outputs (onnx/onnx#7749)\n";
