@@ -2,13 +2,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "api/auto_distribute.hpp"
 #include "api/plan_text.hpp"
 #include "report/report.hpp"
 #include "report/text_format.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -90,9 +90,7 @@ std::string writeAutoDistributeFiles(const AutoDistributeResult& result, const s
   if (ec) throw Error(ErrorKind::kInvalidConfig, "cannot create output directory '" + dir + "': " + ec.message());
   const std::string json_path = (out / "autodistribute.json").string();
   writeReport(autoDistributeJson(result), json_path);
-  std::ofstream csv(out / "autodistribute.csv", std::ios::trunc);
-  csv << autoDistributeCsv(result);
-  if (!csv) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + (out / "autodistribute.csv").string() + "'");
+  writeFileAtomically((out / "autodistribute.csv").string(), autoDistributeCsv(result));
   return json_path;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -23,24 +24,21 @@ void writeNpy(const ir::TensorValue& value, const std::string& path) {
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header += '\n';
-  std::ofstream file(path, std::ios::binary);
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path + "'");
   const auto length = static_cast<uint16_t>(header.size());
-  file.write("\x93NUMPY\x01\x00", 8);
-  const char little[2] = {static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
-  file.write(little, 2);
-  file.write(header.data(), static_cast<std::streamsize>(header.size()));
+  std::string bytes("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(length & 0xff);
+  bytes += static_cast<char>(length >> 8);
+  bytes += header;
+  const auto append = [&](const void* data, size_t size) { bytes.append(static_cast<const char*>(data), size); };
   if (floating && !f64) {
     std::vector<float> data(value.floats.begin(), value.floats.end());
-    file.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size() * sizeof(float)));
+    append(data.data(), data.size() * sizeof(float));
   } else if (floating) {
-    file.write(reinterpret_cast<const char*>(value.floats.data()),
-               static_cast<std::streamsize>(value.floats.size() * sizeof(double)));
+    append(value.floats.data(), value.floats.size() * sizeof(double));
   } else {
-    file.write(reinterpret_cast<const char*>(value.ints.data()),
-               static_cast<std::streamsize>(value.ints.size() * sizeof(int64_t)));
+    append(value.ints.data(), value.ints.size() * sizeof(int64_t));
   }
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path + "'");
+  writeFileAtomically(path, bytes);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <google/protobuf/text_format.h>
 
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 #include "traces/program_format.hpp"
 
@@ -44,23 +45,18 @@ bool isProgramPath(const std::string& path) {
 }
 
 void writeProgram(const program::Program& program, const std::string& path) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path + "'");
+  std::string bytes;
   if (isTextPath(path)) {
-    std::string text;
-    google::protobuf::TextFormat::PrintToString(program, &text);
-    file << text;
+    google::protobuf::TextFormat::PrintToString(program, &bytes);
   } else {
     // Deterministic serialization: the same Program gives the same bytes.
-    std::string bytes;
     google::protobuf::io::StringOutputStream stream(&bytes);
     google::protobuf::io::CodedOutputStream coded(&stream);
     coded.SetSerializationDeterministic(true);
     program.SerializeToCodedStream(&coded);
     coded.Trim();
-    file << bytes;
   }
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "failed writing '" + path + "'");
+  writeFileAtomically(path, bytes);
 }
 
 program::Program readProgram(const std::string& path) {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -14,6 +13,7 @@
 #include "report/mfu_section.hpp"
 #include "report/peaks_section.hpp"
 #include "report/step_breakdown.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -385,10 +385,7 @@ nlohmann::ordered_json statsEntries(const StatsRegistry& registry) {
 }
 
 void writeReport(const nlohmann::ordered_json& report, const std::string& path) {
-  std::ofstream file(path, std::ios::trunc);
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write report '" + path + "'");
-  file << report.dump(2) << "\n";
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "failed writing report '" + path + "'");
+  writeFileAtomically(path, report.dump(2) + "\n");
 }
 
 std::string summarizeReport(const nlohmann::ordered_json& report) {

@@ -10,6 +10,7 @@
 #include "report/report.hpp"
 #include "report/trace_events.hpp"
 #include "report/utilization_windows.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -19,10 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 void writeText(const fs::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path.string() + "'");
-  file << text;
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "failed writing '" + path.string() + "'");
+  writeFileAtomically(path.string(), text);
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -20,6 +19,7 @@
 #include "frontend/import/onnx_import.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/chip/driver.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim {
@@ -224,15 +224,7 @@ std::vector<std::string> writeValidateFiles(const ValidateResult& result, const 
   };
   std::vector<std::string> names;
   for (const auto& [name, text] : files) {
-    const std::filesystem::path path = std::filesystem::path(dir) / name;
-    const std::filesystem::path partial = path.string() + ".partial";
-    {
-      std::ofstream out(partial, std::ios::binary);
-      out << text;
-      if (!out.flush()) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + partial.string() + "'");
-    }
-    std::filesystem::rename(partial, path, error);
-    if (error) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path.string() + "': " + error.message());
+    writeFileAtomically((std::filesystem::path(dir) / name).string(), text);
     names.push_back(name);
   }
   return names;

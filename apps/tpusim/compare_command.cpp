@@ -3,7 +3,6 @@
 // DIR/compare.csv, DIR/numerics.csv, DIR/compare.json and DIR/compare.html, the
 // simulation's report page with the comparison's sections (docs/reference.md).
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include <boost/program_options.hpp>
@@ -14,6 +13,7 @@
 #include "report/compare_format.hpp"
 #include "report/html_report.hpp"
 #include "report/report.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace tpusim::cli {
@@ -23,9 +23,7 @@ namespace po = boost::program_options;
 namespace {
 
 void writeText(const std::string& text, const std::filesystem::path& path) {
-  std::ofstream file(path, std::ios::trunc);
-  file << text;
-  if (!file) throw Error(ErrorKind::kInvalidConfig, "cannot write '" + path.string() + "'");
+  writeFileAtomically(path.string(), text);
 }
 
 }  // namespace
@@ -35,8 +33,9 @@ int compareCommand(const std::vector<std::string>& args) {
   std::string out_dir = "tpusim-compare";
   std::vector<std::string> reports;
   po::options_description desc("options");
-  desc.add_options()("help,h", "show this help")("out", po::value(&out_dir)->default_value(out_dir),
-                                                 "directory for compare.csv, numerics.csv, compare.json and compare.html");
+  desc.add_options()("help,h", "show this help")(
+      "out", po::value(&out_dir)->default_value(out_dir),
+      "directory for compare.csv, numerics.csv, compare.json and compare.html");
   if (!parsePositionals(args, desc, usage, "report", 2, &reports)) return 0;
   if (reports.size() != 2) throw Error(ErrorKind::kInvalidConfig, "compare needs two reports (" + usage + ")");
   const nlohmann::ordered_json comparison = compareReportFiles(reports[0], reports[1]);

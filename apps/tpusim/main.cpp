@@ -1,6 +1,8 @@
 // The tpusim command line: parses arguments, calls the library (api/), and
 // turns every Error into one line on stderr and a non-zero exit code.
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -8,7 +10,10 @@
 
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
 #include "apps/tpusim/commands.hpp"
+#include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
 
 namespace po = boost::program_options;
@@ -32,9 +37,24 @@ constexpr const char* kUsage =
     "  hw params       list every parameter with its default\n"
     "run 'tpusim <command> --help' for its options\n";
 
+// Ctrl-C (SIGINT) or SIGTERM: stop at once, removing an output file half written (outputs go
+// to a temporary name and are renamed when whole, sim/common/atomic_file.hpp), so a run leaves
+// its previous outputs or its new ones, never a truncated file. Exit 128 + the signal, as a
+// shell reports a process it stopped. Only async-signal-safe calls.
+extern "C" void stopOnSignal(int signal) {
+  tpusim::removePendingAtomicWrite();
+  const char* message = signal == SIGINT ? "tpusim: interrupted (SIGINT); no output file is left half written\n"
+                                         : "tpusim: terminated (SIGTERM); no output file is left half written\n";
+  const ssize_t ignored = ::write(STDERR_FILENO, message, std::strlen(message));
+  (void)ignored;
+  ::_exit(128 + signal);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGINT, stopOnSignal);
+  std::signal(SIGTERM, stopOnSignal);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << kUsage;
