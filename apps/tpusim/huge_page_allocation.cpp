@@ -34,13 +34,46 @@ void* allocate(std::size_t size) {
 
 }  // namespace
 
-// posix_memalign's blocks are free()d as malloc's are. libstdc++'s array and nothrow forms call these.
+// posix_memalign's blocks are free()d as malloc's are. Every unaligned form is replaced, the
+// array and nothrow ones too: a form left to the default may come from another allocator (a
+// sanitizer's runtime has its own) and then be freed here (std::stable_sort's temporary buffer
+// is taken with the nothrow form and given back with the sized delete). The aligned forms
+// (std::align_val_t) keep the defaults, new and delete alike.
 void* operator new(std::size_t size) {
   return allocate(size);
+}
+void* operator new[](std::size_t size) {
+  return allocate(size);
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return allocate(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return allocate(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
 }
 void operator delete(void* block) noexcept {
   std::free(block);
 }
+void operator delete[](void* block) noexcept {
+  std::free(block);
+}
 void operator delete(void* block, std::size_t) noexcept {
+  std::free(block);
+}
+void operator delete[](void* block, std::size_t) noexcept {
+  std::free(block);
+}
+void operator delete(void* block, const std::nothrow_t&) noexcept {
+  std::free(block);
+}
+void operator delete[](void* block, const std::nothrow_t&) noexcept {
   std::free(block);
 }
