@@ -7,6 +7,15 @@
 
 namespace tpusim {
 
+void checkHostSteps(uint64_t steps) {
+  if (steps > kMaxHostSteps) {
+    throw Error(ErrorKind::kInvalidConfig,
+                "--steps " + std::to_string(steps) + " is above " + std::to_string(kMaxHostSteps) +
+                    ", the most a run simulates (the host model keeps each step's timing; a pipeline reaches its "
+                    "steady state in a few steps)");
+  }
+}
+
 nlohmann::ordered_json runHostSteps(const HardwareParams& hw, const nlohmann::ordered_json& report, uint64_t steps,
                                     StatsRegistry& stats) {
   const uint64_t batch = report["batch"].get<uint64_t>();

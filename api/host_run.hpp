@@ -13,6 +13,12 @@
 
 namespace tpusim {
 
+// The most steps a run simulates: the host model keeps about 80 bytes per step (0.8 GB here),
+// and a pipeline's steady state shows within a few steps.
+inline constexpr uint64_t kMaxHostSteps = 10'000'000;
+// An Error (kInvalidConfig) naming the limit when `steps` is above it.
+void checkHostSteps(uint64_t steps);
+
 // Runs the host for `steps` steps of `step_cycles` each and returns report.json's
 // "host" section. The batch's bytes per example over PCIe are the model's own
 // input bytes (`report["memory"]["bytes_by_role"]["input"]` / batch); the

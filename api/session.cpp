@@ -321,6 +321,7 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 
 RunOutcome runRequest(const RunRequest& request) {
   reference::checkCpuThreads(request.threads);  // before minutes of simulation, functional or not
+  checkHostSteps(request.steps);
   if (!request.precision_rule.empty()) return runPrecisionRule(request);
   if (!request.precision_schedule.empty()) return runPrecisionSchedule(request);
   const Strategy strategy = strategyFromName(request.strategy);

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,11 @@ int main(int argc, char** argv) {
   } catch (const po::error& error) {
     std::cerr << "tpusim " << command << ": " << error.what() << " (see tpusim " << command << " --help)\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // Not a bug: this machine's memory, not the simulated one's, ran out.
+    std::cerr << "tpusim: error: out of memory on this machine (the model, batch, topology or run is too large "
+                 "to simulate here; try a smaller one)\n";
+    return tpusim::exitCodeFor(tpusim::ErrorKind::kResource);
   } catch (const std::exception& error) {
     std::cerr << "tpusim: internal error: " << error.what() << "\n";
     return tpusim::exitCodeFor(tpusim::ErrorKind::kInternal);

@@ -95,6 +95,7 @@ BAD_INPUTS = [
     (["run", "{mlp}", "--hw", "tpuv9"], 2, "unknown hardware preset 'tpuv9'"),
     (["run", "{mlp}", "--set", "mxu.rowz=256"], 2, "did you mean 'mxu.rows'"),
     (["run", "{mlp}", "--set", "hbm.bandwidth_gbps=0"], 2, "hbm.bandwidth_gbps must be > 0"),
+    (["run", "{mlp}", "--steps", "1000000000"], 2, "--steps 1000000000 is above 10000000, the most a run simulates"),
     (["run", "{mlp}", "--set", "chip.clock_mhz=0"], 2, "chip.clock_mhz must be > 0"),
     (["run", "{mlp}", "--set", "mxu.rows"], 2, "--set expects key=value"),
     (["run", "{mlp}", "--set", "mxu.rows=2048"], 2, "parameter mxu.rows must be <= 1024 (got 2048 PE)"),

@@ -2,9 +2,11 @@
 truncated: outputs go to a temporary name and are renamed when complete
 (sim/common/atomic_file.hpp). Ctrl-C (SIGINT) and SIGTERM stop the run at once, remove the
 file being written, say so in one line and exit 128 + the signal; SIGKILL, which nothing can
-catch, may leave a temporary but no truncated output."""
+catch, may leave a temporary but no truncated output. A run that exhausts this machine's memory
+stops with a one-line error, not a crash."""
 import json
 import pathlib
+import resource
 import signal
 import subprocess
 import time
@@ -82,3 +84,15 @@ def test_ctrl_c_stops_a_long_run_within_a_second(tpusim_bin, tmp_path):
     assert time.monotonic() - sent < 1.0
     assert process.returncode == 130, stderr
     assert stderr == "tpusim: interrupted (SIGINT); no output file is left half written\n"
+
+
+def test_running_out_of_this_machines_memory_is_a_one_line_error(tpusim_bin, tmp_path):
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (1500 << 20, 1500 << 20))  # 1.5 GiB: the libraries map, the run does not fit
+
+    done = subprocess.run([tpusim_bin, "run", str(ROOT / "traces" / "resnet50.onnx"), "--batch", "128", "--out",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=300,
+                          preexec_fn=limit_memory)
+    assert done.returncode == 5, done.stderr
+    assert done.stderr.count("\n") == 1 and "out of memory on this machine" in done.stderr, done.stderr
+    assert not (tmp_path / "out" / "report.json").exists()
