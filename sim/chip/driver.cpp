@@ -60,8 +60,14 @@ void registerPodStats(const Pod& pod, StatsRegistry& stats) {
 IciResult iciResultOf(const Pod& pod) {
   const Network& network = pod.network();
   const Topology& topology = network.topology();
-  IciResult ici{topology,           network.config(), std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
-                network.makespan(), pod.ocsConfig(),  pod.ocsWiring(), std::nullopt, {}};
+  IciResult ici{topology,
+                network.config(),
+                std::vector<LinkStats>(static_cast<size_t>(topology.numLinkSlots())),
+                network.makespan(),
+                pod.ocsConfig(),
+                pod.ocsWiring(),
+                std::nullopt,
+                {}};
   for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
     ici.links[static_cast<size_t>(link)] = network.linkStats(link);
   }
@@ -86,7 +92,7 @@ void runToEnd(const Scoreboard& scoreboard, const ClockDomain& clock, const Prog
   }
   const sc_core::sc_time slice = clock.cycles(std::max<uint64_t>(slice_cycles, 1));
   progress({0, scoreboard.size(), 0});  // the start
-  bool initialized = false;  // before the first sc_start no event is scheduled yet
+  bool initialized = false;             // before the first sc_start no event is scheduled yet
   do {
     // A window with no event in it would not move time (SC_EXIT_ON_STARVATION leaves it at
     // the last event processed, so the end time is the run's), so a window reaches at least
@@ -104,6 +110,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw, co
                    uint64_t slice_cycles) {
   const config::HardwareConfig& config = hw.config();
   validateProgram(program, config);
+  checkPeByPeWork(program, config);
   if (program.chips_size() != 1) {
     throw Error(ErrorKind::kUnsupported,
                 "the Program has " + std::to_string(program.chips_size()) +

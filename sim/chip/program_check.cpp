@@ -1,10 +1,14 @@
 #include "sim/chip/program_check.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 
 #include "sim/common/error.hpp"
+#include "sim/mxu/array_config.hpp"
+#include "sim/mxu/array_timing.hpp"
+#include "sim/mxu/mxu.hpp"
 
 namespace tpusim {
 
@@ -173,6 +177,31 @@ void validateProgram(const program::Program& program, const config::HardwareConf
     for (int i = 0; i < chip.instructions_size(); ++i) {
       checkInstruction(program, chip, chip.instructions(i), static_cast<uint32_t>(i), hw);
     }
+  }
+}
+
+void checkPeByPeWork(const program::Program& program, const config::HardwareConfig& hw) {
+  if (timingModeOf(hw) != MxuTimingMode::kPeByPe) return;
+  const ArrayConfig array = arrayConfigOf(hw);
+  const double pes = static_cast<double>(array.rows * array.cols);
+  const auto limit = static_cast<double>(hw.mxu().pe_by_pe_max_pe_cycles());
+  double work = 0;
+  for (const program::ChipProgram& chip : program.chips()) {
+    for (const program::Instruction& instruction : chip.instructions()) {
+      if (!instruction.has_matmul()) continue;
+      const bool int8 = instruction.matmul().input_dtype() == program::INT8;
+      work +=
+          static_cast<double>(arrayTiming(array, sweptShape(array, matmulShapeOf(instruction.matmul()), int8)).cycles) *
+          pes;
+    }
+  }
+  if (work > limit) {
+    char amounts[128];
+    std::snprintf(amounts, sizeof amounts, "%.3g PE-cycles, above mxu.pe_by_pe_max_pe_cycles = %.3g", work, limit);
+    throw Error(ErrorKind::kResource, std::string("mxu.timing=pe_by_pe would step ") + amounts + " (about " +
+                                          std::to_string(static_cast<uint64_t>(work / 4e8 / 60) + 1) +
+                                          " minutes); simulate a smaller step, use the closed form, or raise the "
+                                          "limit with --set mxu.pe_by_pe_max_pe_cycles=N");
   }
 }
 

@@ -17,4 +17,9 @@ uint32_t programDTypeBytes(program::DType dtype);
 // DMA descriptor that runs past its HBM buffer or past HBM.
 void validateProgram(const program::Program& program, const config::HardwareConfig& hw);
 
+// Under mxu.timing = pe_by_pe, the PE-cycles the run would step (each MXU instruction's
+// closed-form cycles x rows x cols, which the PE-by-PE mode reproduces); an Error
+// (kResource) naming mxu.pe_by_pe_max_pe_cycles when they are above it. Nothing otherwise.
+void checkPeByPeWork(const program::Program& program, const config::HardwareConfig& hw);
+
 }  // namespace tpusim

@@ -96,6 +96,8 @@ BAD_INPUTS = [
     (["run", "{mlp}", "--set", "mxu.rowz=256"], 2, "did you mean 'mxu.rows'"),
     (["run", "{mlp}", "--set", "hbm.bandwidth_gbps=0"], 2, "hbm.bandwidth_gbps must be > 0"),
     (["run", "{mlp}", "--steps", "1000000000"], 2, "--steps 1000000000 is above 10000000, the most a run simulates"),
+    (["run", "{mlp}", "--set", "mxu.timing=pe_by_pe", "--set", "mxu.pe_by_pe_max_pe_cycles=1000000"], 5,
+     "above mxu.pe_by_pe_max_pe_cycles = 1e+06"),
     (["run", "{mlp}", "--set", "chip.clock_mhz=0"], 2, "chip.clock_mhz must be > 0"),
     (["run", "{mlp}", "--set", "mxu.rows"], 2, "--set expects key=value"),
     (["run", "{mlp}", "--set", "mxu.rows=2048"], 2, "parameter mxu.rows must be <= 1024 (got 2048 PE)"),
