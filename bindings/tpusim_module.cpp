@@ -109,12 +109,13 @@ void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
     else if (name == "threads")
       request.threads = value.cast<int>();
     else {
-      throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
-                          "unknown keyword argument '" + name +
-                              "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
-                              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-                              "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
-                              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed, threads)");
+      throw tpusim::Error(
+          tpusim::ErrorKind::kInvalidConfig,
+          "unknown keyword argument '" + name +
+              "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
+              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
+              "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
+              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed, threads)");
     }
   }
 }
@@ -143,18 +144,47 @@ tpusim::RunRequest modelRequest(const std::string& path, const std::string& hw, 
   return request;
 }
 
+// Ctrl-C while run() has released the GIL: the simulation reports its progress between windows
+// of simulated time (about a millisecond of it each), and there the GIL is taken and Python's
+// pending signals are run. A KeyboardInterrupt stops the simulation (as an Error through the
+// simulator), and run() raises it once the GIL is back.
+class InterruptibleProgress {
+ public:
+  explicit InterruptibleProgress(tpusim::ProgressCallback forward) : m_forward(std::move(forward)) {}
+  tpusim::ProgressCallback callback() {
+    return [this](const tpusim::SimProgress& progress) {
+      if (m_forward) m_forward(progress);
+      py::gil_scoped_acquire acquire;
+      if (PyErr_CheckSignals() != 0) {
+        m_interrupted = true;
+        throw tpusim::Error(tpusim::ErrorKind::kInternal, "interrupted");
+      }
+    };
+  }
+  bool interrupted() const { return m_interrupted; }
+
+ private:
+  tpusim::ProgressCallback m_forward;
+  bool m_interrupted = false;
+};
+
 py::object run(const std::string& path, const std::string& hw, std::optional<std::string> mode,
                std::optional<int64_t> batch, std::optional<py::dict> overrides, std::optional<std::string> out,
                bool functional, bool instructions, bool progress, const py::kwargs& training) {
   tpusim::RunRequest request = modelRequest(path, hw, std::move(mode), batch, overrides, training);
   request.functional = functional;
   request.instruction_timeline = instructions;
-  if (progress) request.progress = tpusim::progressTo(std::cerr, isatty(STDERR_FILENO) != 0);
+  InterruptibleProgress interruptible(progress ? tpusim::progressTo(std::cerr, isatty(STDERR_FILENO) != 0)
+                                               : tpusim::ProgressCallback{});
+  request.progress = interruptible.callback();
   tpusim::RunOutcome outcome;
-  {
+  try {
     py::gil_scoped_release release;
     outcome = tpusim::runRequest(request);
     if (out) tpusim::writeRunFiles(outcome, *out);
+  } catch (const tpusim::Error&) {
+    if (interruptible.interrupted()) throw py::error_already_set();  // the KeyboardInterrupt
+    throw;
   }
   return jsonToPython(outcome.report);
 }
@@ -222,7 +252,8 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
   tpusim::AutoDistributeRequest request;
   request.base = modelRequest(path, hw, std::nullopt, batch, overrides, training);
   if (!request.base.topology.empty()) {
-    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, "give the slice as topology=, the first argument after the model");
+    throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                        "give the slice as topology=, the first argument after the model");
   }
   request.base.topology = topology;
   request.memory_limit_gib = memory_limit_gib;
@@ -261,7 +292,8 @@ py::dict utilizationTimeline(const py::dict& report) {
   py::dict units;
   for (size_t u = 0; u < windows.units.size(); ++u) {
     py::array_t<double> utilization(count);
-    for (py::ssize_t w = 0; w < count; ++w) utilization.mutable_data()[w] = windows.utilization(u, static_cast<size_t>(w));
+    for (py::ssize_t w = 0; w < count; ++w)
+      utilization.mutable_data()[w] = windows.utilization(u, static_cast<size_t>(w));
     units[py::str(windows.units[u])] = utilization;
   }
   py::dict result;
@@ -344,8 +376,9 @@ py::dict reference(const std::string& path, const py::dict& feeds, std::optional
 
 // tpusim validate: every case of a measurement file simulated; validate.json as a dict.
 py::object validateCases(const std::string& cases, const std::string& hw, int jobs,
-                         std::optional<std::vector<std::string>> families, std::optional<std::pair<uint64_t, uint64_t>> part,
-                         std::optional<py::dict> overrides, std::optional<std::string> out) {
+                         std::optional<std::vector<std::string>> families,
+                         std::optional<std::pair<uint64_t, uint64_t>> part, std::optional<py::dict> overrides,
+                         std::optional<std::string> out) {
   tpusim::ValidateRequest request;
   request.cases_path = cases;
   request.hw = hw;
@@ -385,8 +418,8 @@ PYBIND11_MODULE(_core, m) {
         "matmul_precision, tiling_objective, topology, all_reduce_bucket_mib, dp, tp, pp (with micro_batches and "
         "pipeline_schedule), strategy, workers, steps, seed, threads (CPU threads of functional=True; the values "
         "do not depend on it).");
-  m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4",
-        py::arg("mode") = py::none(), py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
+  m.def("compile", &compile, py::arg("path"), py::arg("output"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
+        py::arg("batch") = py::none(), py::arg("overrides") = py::none(),
         "Compile a model for a preset and write its Program (.tpuprog binary, .tpuprog.txt text), as tpusim "
         "compile. Returns the path, chips, instructions and stage_seconds (each compiler stage's wall time). Takes "
         "run()'s keyword arguments.");
@@ -431,11 +464,13 @@ PYBIND11_MODULE(_core, m) {
         "each window's first cycle) and units (name to a numpy array of its utilization per window).");
   m.def(
       "check_precision_policy",
-      [](const std::string& name) { return std::string(tpusim::precisionPolicyName(tpusim::parsePrecisionPolicy(name))); },
+      [](const std::string& name) {
+        return std::string(tpusim::precisionPolicyName(tpusim::parsePrecisionPolicy(name)));
+      },
       py::arg("name"), "The precision policy's name if tpusim builds it; otherwise tpusim.Error.");
   m.def(
       "check_strategy", [](const std::string& name) { tpusim::strategyFromName(name); }, py::arg("name"),
-        "Nothing if run(strategy=name) is built; otherwise tpusim.Error with the CLI's message.");
+      "Nothing if run(strategy=name) is built; otherwise tpusim.Error with the CLI's message.");
   m.def("reference", &reference, py::arg("path"), py::arg("feeds"), py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("learning_rate") = 0.01, py::arg("threads") = 1,
         py::arg("numerics") = "reference", py::arg("hw") = "tpuv4", py::arg("tensors") = py::none(),
