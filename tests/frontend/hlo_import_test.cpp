@@ -9,6 +9,7 @@
 #include "frontend/import/hlo_lexer.hpp"
 #include "frontend/import/hlo_parser.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/op_counts.hpp"
 
 namespace tpusim {
 namespace {
@@ -24,11 +25,7 @@ Error importError(const std::string& text) {
   return Error(ErrorKind::kInternal, "no error");
 }
 
-int countOps(const ir::Graph& graph, ir::OpType type) {
-  int count = 0;
-  for (const ir::Op& op : graph.ops()) count += op.type == type ? 1 : 0;
-  return count;
-}
+using testing::countOps;
 
 TEST(HloLexer, WordsPunctuationAndPositions) {
   const auto tokens = hlo::lexHlo(

@@ -8,15 +8,12 @@
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "tests/support/op_counts.hpp"
 
 namespace tpusim {
 namespace {
 
-int countOps(const ir::Graph& graph, ir::OpType type) {
-  int count = 0;
-  for (const ir::Op& op : graph.ops()) count += op.type == type;
-  return count;
-}
+using testing::countOps;
 
 std::string importError(onnx::ModelProto& model) {
   try {

@@ -4,15 +4,12 @@
 
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "tests/support/op_counts.hpp"
 
 namespace tpusim {
 namespace {
 
-int countOps(const ir::Graph& graph, ir::OpType type) {
-  int count = 0;
-  for (const ir::Op& op : graph.ops()) count += op.type == type;
-  return count;
-}
+using testing::countOps;
 
 TEST(TrainingGraph, MlpForwardBackwardAndSgd) {
   auto b = testing::OnnxBuilder::mlp();
