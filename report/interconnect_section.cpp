@@ -116,6 +116,16 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   entry["buffer_bytes"] = ici.link.buffer_bytes;
   entry["directed_links"] = topology.numLinks();
   if (topology.slices() > 1) entry["hosts"] = topology.slices();
+  // Which network model ran: every chip and link, or one per class of equivalent ones.
+  nlohmann::ordered_json model;
+  model["kind"] = ici.full_reason.empty() ? "symmetric" : "full";
+  model["simulated_chips"] = ici.simulated.numChips();
+  if (ici.full_reason.empty()) {
+    model["period"] = ici.simulated.shapeString();
+  } else {
+    model["why_full"] = ici.full_reason;
+  }
+  entry["network_model"] = model;
 
   uint64_t bytes = 0, busy_ps = 0, max_busy_ps = 0, stalled_ps = 0;
   nlohmann::ordered_json links = nlohmann::ordered_json::array();

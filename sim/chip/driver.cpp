@@ -51,14 +51,18 @@ void registerPodStats(const Pod& pod, StatsRegistry& stats) {
       .add(pod.collectives());
   stats.counter("ici.collective_ps", "ps", "sum over collectives of launch to last byte, in ps")
       .add(pod.collectivePs());
-  stats.counter("ici.chips", "count", "chips of the ICI slice, each with its links simulated")
+  stats.counter("ici.chips", "count", "chips of the ICI slice")
       .add(static_cast<uint64_t>(pod.network().topology().numChips()));
+  stats
+      .counter("ici.simulated_chips", "count",
+               "chips whose links the network model simulated: all, or one per class of equivalent chips")
+      .add(static_cast<uint64_t>(pod.network().simulated().numChips()));
   stats.counter("ici.model_bytes", "bytes", "memory the network model held at the end (transfers, events, links)")
       .add(pod.network().memoryBytes());
 }
 
 IciResult iciResultOf(const Pod& pod) {
-  const Network& network = pod.network();
+  const SliceNetwork& network = pod.network();
   const Topology& topology = network.topology();
   IciResult ici{topology,
                 network.config(),
@@ -67,15 +71,17 @@ IciResult iciResultOf(const Pod& pod) {
                 pod.ocsConfig(),
                 pod.ocsWiring(),
                 std::nullopt,
-                {}};
+                {},
+                network.simulated(),
+                network.fullReason()};
   for (LinkId link = 0; link < topology.numLinkSlots(); ++link) {
-    ici.links[static_cast<size_t>(link)] = network.linkStats(link);
+    if (topology.linkExists(link)) ici.links[static_cast<size_t>(link)] = network.linkStats(link);
   }
   if (network.hasDcn()) {
     ici.dcn = network.dcnConfig();
     for (int host = 0; host < topology.slices(); ++host) {
-      ici.dcn_links.push_back(network.linkStats(network.dcnUplink(host)));
-      ici.dcn_links.push_back(network.linkStats(network.dcnDownlink(host)));
+      ici.dcn_links.push_back(network.dcnLinkStats(host, true));
+      ici.dcn_links.push_back(network.dcnLinkStats(host, false));
     }
   }
   return ici;

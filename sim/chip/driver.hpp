@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/common/params.hpp"
@@ -29,10 +30,14 @@ struct IciResult {
   std::vector<LinkStats> links;  // by LinkId (Topology::linkId); slots of size-1 dimensions stay zero
   uint64_t makespan_ps = 0;      // when the last transfer delivered
   OcsConfig ocs_config;
-  OcsWiring ocs;                 // the slice's cubes and links through optical circuit switches
+  OcsWiring ocs;  // the slice's cubes and links through optical circuit switches
   // Multi-host: the DCN and each host's NIC links, uplink then downlink, by host.
   std::optional<DcnLinkConfig> dcn;
   std::vector<LinkStats> dcn_links;
+  // The slice the network model simulated: `topology`, or its quotient by symmetry
+  // (sim/interconnect/slice_network.hpp), and why not the quotient ("" when it was).
+  Topology simulated;
+  std::string full_reason;
 };
 
 struct SimResult {

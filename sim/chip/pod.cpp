@@ -4,7 +4,6 @@
 
 #include "sim/chip/program_check.hpp"
 #include "sim/common/error.hpp"
-#include "sim/interconnect/replica_groups.hpp"
 
 namespace tpusim {
 
@@ -21,6 +20,32 @@ AllReduceAlgorithm algorithmOf(const program::Collective& collective) {
   throw Error(ErrorKind::kInvalidInput, "collective with no algorithm");
 }
 
+CollectiveShape shapeOf(const program::Collective& collective) {
+  return {collective.replicas(), collective.group_stride() < 1 ? 1 : collective.group_stride(), collective.bytes(),
+          algorithmOf(collective), programDTypeBytes(collective.dtype())};
+}
+
+// Every collective the chip's Program starts, for the network's symmetry check.
+std::vector<CollectiveShape> collectiveShapes(const program::ChipProgram& program) {
+  std::vector<CollectiveShape> shapes;
+  for (const program::Instruction& instruction : program.instructions()) {
+    if (instruction.unit() == program::ICI) shapes.push_back(shapeOf(instruction.collective()));
+  }
+  return shapes;
+}
+
+SliceNetworkOptions networkOptions(const HardwareParams& hw, const Topology& topology, const OcsWiring& ocs,
+                                   const OcsConfig& ocs_config) {
+  SliceNetworkOptions options;
+  options.link = iciLinkConfigOf(hw);
+  options.routing = routingModeFromName(hw.config().ici().routing());
+  if (topology.slices() > 1) options.dcn = dcnLinkConfigOf(hw);  // hosts joined by the DCN
+  options.latency_ps = static_cast<uint64_t>(std::llround(ocs_config.insertion_latency_ns * 1e3));
+  if (options.latency_ps > 0) options.latency_links = ocs.ocs_links;
+  options.symmetry = hw.config().ici().symmetry() != "off";
+  return options;
+}
+
 }  // namespace
 
 Topology topologyOf(const program::Program& program) {
@@ -33,31 +58,19 @@ Topology topologyOf(const program::Program& program) {
 Pod::Pod(sc_core::sc_module_name name, const HardwareParams& hw, const Topology& topology,
          const program::ChipProgram& program, UnitContext context)
     : sc_core::sc_module(name),
-      m_network(topology, iciLinkConfigOf(hw), routingModeFromName(hw.config().ici().routing())),
       m_ocs_config(ocsConfigOf(hw)),
       m_ocs(topology.numChips() > 1 ? wireSlice(topology, m_ocs_config) : OcsWiring{}),
+      m_network(topology, networkOptions(hw, topology, m_ocs, m_ocs_config), collectiveShapes(program)),
       m_period_ps(context.clock->period().value()) {
-  m_network.setRecycling(true);
-  if (topology.slices() > 1) m_network.attachDcn(dcnLinkConfigOf(hw));  // hosts joined by the DCN
-  const auto ocs_ps = static_cast<uint64_t>(std::llround(m_ocs_config.insertion_latency_ns * 1e3));
-  if (ocs_ps > 0) {
-    for (const LinkId link : m_ocs.ocs_links) m_network.setExtraLatency(link, ocs_ps);
-  }
   m_chip = std::make_unique<Chip>("chip0", hw.config(), program, context, topology.numChips() > 1 ? this : nullptr);
   SC_THREAD(drive);
 }
 
 void Pod::launch(const program::Instruction& instruction, IciUnit& unit) {
-  const program::Collective& collective = instruction.collective();
   const uint64_t now = nowPs();
   m_network.advanceTo(now);
-  const GroupId group = m_network.openGroup();
   // By symmetry every group of the collective's shape starts it now (replica_groups.hpp).
-  const uint32_t stride = collective.group_stride() < 1 ? 1 : collective.group_stride();
-  for (const Group& members : replicaGroups(m_network.topology(), collective.replicas(), stride)) {
-    allReduce(m_network, members, collective.bytes(), algorithmOf(collective), programDTypeBytes(collective.dtype()));
-  }
-  m_network.closeGroup();
+  const GroupId group = m_network.start(shapeOf(instruction.collective()));
   if (static_cast<size_t>(group) != m_launched.size()) throw Error(ErrorKind::kInternal, "ICI: group ids out of order");
   m_launched.push_back({&instruction, &unit, now});
   m_wake.notify(sc_core::SC_ZERO_TIME);

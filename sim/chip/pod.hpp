@@ -3,9 +3,10 @@
 // Data parallel by symmetry (docs/architecture.md, decision 4): every replica runs
 // the same Program on its own batch, so one chip's compute timeline (chip 0, the
 // one SystemC chip) stands for all of them. When chip 0 starts a collective, the
-// same collective is started for every member of the group at that time, and the
-// network (sim/interconnect/network.hpp) is simulated for every chip and link, so
-// collectives in flight at once contend for links. The pod's process drives the
+// same collective is started for every group of its shape at that time, and the
+// network (sim/interconnect/slice_network.hpp) is simulated for every chip and link, or
+// for one representative of each class when the slice and its collectives are symmetric,
+// so collectives in flight at once contend for links. The pod's process drives the
 // network incrementally: it advances it to the current time, waits until the clock
 // edge at or after its next event (collectives start on edges) or a new collective,
 // and retires each collective on chip 0's ICI unit at the first cycle after its
@@ -22,8 +23,8 @@
 #include "sim/chip/ici_unit.hpp"
 #include "sim/common/params.hpp"
 #include "sim/interconnect/collectives.hpp"
-#include "sim/interconnect/network.hpp"
 #include "sim/interconnect/ocs.hpp"
+#include "sim/interconnect/slice_network.hpp"
 
 namespace tpusim {
 
@@ -37,7 +38,7 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
   void launch(const program::Instruction& instruction, IciUnit& unit) override;
 
   const Chip& chip() const { return *m_chip; }
-  const Network& network() const { return m_network; }
+  const SliceNetwork& network() const { return m_network; }
   // The slice's cubes and its links through optical circuit switches (ici.ocs_*).
   const OcsConfig& ocsConfig() const { return m_ocs_config; }
   const OcsWiring& ocsWiring() const { return m_ocs; }
@@ -61,9 +62,9 @@ class Pod : public sc_core::sc_module, public CollectiveNetwork {
   uint64_t nowPs() const { return sc_core::sc_time_stamp().value(); }
   uint64_t roundUpToCycle(uint64_t ps) const { return (ps + m_period_ps - 1) / m_period_ps * m_period_ps; }
 
-  Network m_network;
   OcsConfig m_ocs_config;
   OcsWiring m_ocs;
+  SliceNetwork m_network;
   uint64_t m_period_ps;
   std::unique_ptr<Chip> m_chip;
   std::vector<Launched> m_launched;  // by group id

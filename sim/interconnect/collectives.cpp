@@ -17,7 +17,14 @@ uint64_t chunkBytes(uint64_t bytes, uint64_t parts, uint64_t index) {
   return bytes / parts + (index < bytes % parts ? 1 : 0);
 }
 
-void checkGroup(const Network& network, const Group& group, const char* what) {
+// A ring phase's chunk: the buffer is padded to a multiple of the ring's size, so every
+// member sends the same bytes at every step (and every member of a slice's rings the same
+// schedule: the symmetry sim/interconnect/symmetry.hpp uses).
+uint64_t ringChunkBytes(uint64_t bytes, uint64_t parts) {
+  return (bytes + parts - 1) / parts;
+}
+
+void checkGroup(const TransferSink& network, const Group& group, const char* what) {
   if (group.empty()) throw Error(ErrorKind::kInvalidInput, std::string(what) + " over an empty group of chips");
   const int chips = network.topology().numChips();
   std::vector<bool> seen(chips, false);
@@ -42,7 +49,7 @@ struct RingPhase {
 
 // p - 1 steps; at each, every ring member sends one chunk to its successor.
 // start[m] gates member m's sends; on return end[m] holds its last receipt.
-void ringSteps(Network& network, const Group& group, const RingPhase& phase, const Ready& start, Ready& end,
+void ringSteps(TransferSink& network, const Group& group, const RingPhase& phase, const Ready& start, Ready& end,
                Collective& out, std::vector<uint64_t>& reduced_bytes) {
   const std::vector<int>& ring = *phase.ring;
   const auto p = static_cast<int64_t>(ring.size());
@@ -54,9 +61,7 @@ void ringSteps(Network& network, const Group& group, const RingPhase& phase, con
     for (int64_t i = 0; i < p; ++i) {
       const int64_t to = ((i + phase.dir) % p + p) % p;
       // RS: position i sends chunk i - dir*s; AG: the chunk it owns, i + dir, then what it received.
-      const int64_t chunk =
-          phase.reduce ? (((i - phase.dir * s) % p) + p) % p : (((i + phase.dir * (1 - s)) % p) + p) % p;
-      const uint64_t bytes = chunkBytes(phase.bytes, p, chunk);
+      const uint64_t bytes = ringChunkBytes(phase.bytes, p);
       deps = start[ring[i]];
       if (last_in[i] >= 0) deps.push_back(last_in[i]);
       const TransferId id = network.addTransfer(group[ring[i]], group[ring[to]], bytes, deps, 0, phase.dir);
@@ -70,7 +75,7 @@ void ringSteps(Network& network, const Group& group, const RingPhase& phase, con
 }
 
 // One phase over `ring`, on one direction or split over both.
-void ringPhase(Network& network, const Group& group, const std::vector<int>& ring, uint64_t bytes, bool reduce,
+void ringPhase(TransferSink& network, const Group& group, const std::vector<int>& ring, uint64_t bytes, bool reduce,
                bool bidirectional, const Ready& start, Ready& end, Collective& out,
                std::vector<uint64_t>& reduced_bytes) {
   if (!bidirectional) {
@@ -121,7 +126,7 @@ TorusPlan torusPlan(const Topology& topo, uint64_t bytes) {
 // One phase along d on every line of every slice: the chips that differ only in
 // coordinate d (straight lines, also on the twisted torus, where their ring
 // closes over k - 1 hops). Members are chip ids (the group is allChips).
-void linePhase(Network& network, const Group& group, int d, uint64_t bytes, bool reduce, Ready& ready,
+void linePhase(TransferSink& network, const Group& group, int d, uint64_t bytes, bool reduce, Ready& ready,
                Collective& out, std::vector<uint64_t>& reduced) {
   const Topology& topo = network.topology();
   Ready end(group.size());
@@ -140,30 +145,33 @@ void linePhase(Network& network, const Group& group, int d, uint64_t bytes, bool
 
 void checkWholeTopology(const Topology& topo, const Group& group, const char* what) {
   if (group != allChips(topo)) {
-    throw Error(ErrorKind::kUnsupported, std::string(what) + " needs the whole topology, in chip-id order, as its group");
+    throw Error(ErrorKind::kUnsupported,
+                std::string(what) + " needs the whole topology, in chip-id order, as its group");
   }
 }
 
-Collective torusAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
+Collective torusAllReduce(TransferSink& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
   const Topology& topo = network.topology();
   checkWholeTopology(topo, group, "torus all-reduce");
   if (topo.slices() > 1) {
-    throw Error(ErrorKind::kUnsupported, "torus all-reduce runs on one slice; across " +
-                                             std::to_string(topo.slices()) + " slices use the hierarchical one");
+    throw Error(ErrorKind::kUnsupported, "torus all-reduce runs on one slice; across " + std::to_string(topo.slices()) +
+                                             " slices use the hierarchical one");
   }
   Collective out;
   std::vector<uint64_t> reduced(group.size(), 0);
   Ready ready(group.size());
   const TorusPlan plan = torusPlan(topo, bytes);
-  for (size_t i = 0; i < plan.dims.size(); ++i) linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
-  for (size_t i = plan.dims.size(); i-- > 0;) linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
+  for (size_t i = plan.dims.size(); i-- > 0;)
+    linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
   return finish(std::move(out), reduced, element_bytes);
 }
 
 // Reduce-scatter over each slice's torus, a ring all-reduce of each chip's share
 // across the slices over the DCN (chip i of every host forms one ring, so each
 // host's NIC carries all its chips' shares), then all-gather over the torus.
-Collective hierarchicalAllReduce(Network& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
+Collective hierarchicalAllReduce(TransferSink& network, const Group& group, uint64_t bytes, uint32_t element_bytes) {
   const Topology& topo = network.topology();
   checkWholeTopology(topo, group, "hierarchical all-reduce");
   const int hosts = topo.slices();
@@ -175,7 +183,8 @@ Collective hierarchicalAllReduce(Network& network, const Group& group, uint64_t 
   std::vector<uint64_t> reduced(group.size(), 0);
   Ready ready(group.size());
   const TorusPlan plan = torusPlan(topo, bytes);
-  for (size_t i = 0; i < plan.dims.size(); ++i) linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
+  for (size_t i = 0; i < plan.dims.size(); ++i)
+    linePhase(network, group, plan.dims[i], plan.sizes[i], true, ready, out, reduced);
   const int per_host = topo.chipsPerSlice();
   std::vector<int> lane(hosts);
   for (int local = 0; hosts > 1 && local < per_host; ++local) {
@@ -185,18 +194,19 @@ Collective hierarchicalAllReduce(Network& network, const Group& group, uint64_t 
     ringPhase(network, group, lane, plan.scattered, false, false, scattered, gathered, out, reduced);
     for (int h = 0; h < hosts; ++h) ready[lane[h]] = std::move(gathered[lane[h]]);
   }
-  for (size_t i = plan.dims.size(); i-- > 0;) linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
+  for (size_t i = plan.dims.size(); i-- > 0;)
+    linePhase(network, group, plan.dims[i], plan.sizes[i], false, ready, out, reduced);
   return finish(std::move(out), reduced, element_bytes);
 }
 
-// What a ring member at `position` of `p` reduces in one reduce-scatter over `bytes`:
-// every chunk but the one it ends up owning, which is its own position's.
-uint64_t ringReducedBytes(uint64_t bytes, uint64_t p, uint64_t position) {
-  return p < 2 ? 0 : bytes - chunkBytes(bytes, p, position);
+// What a ring member reduces in one reduce-scatter over `bytes`: every chunk but the one
+// it ends up owning.
+uint64_t ringReducedBytes(uint64_t bytes, uint64_t p) {
+  return p < 2 ? 0 : (p - 1) * ringChunkBytes(bytes, p);
 }
 
-uint64_t bidirectionalReducedBytes(uint64_t bytes, uint64_t p, uint64_t position) {
-  return ringReducedBytes(bytes - bytes / 2, p, position) + ringReducedBytes(bytes / 2, p, position);
+uint64_t bidirectionalReducedBytes(uint64_t bytes, uint64_t p) {
+  return ringReducedBytes(bytes - bytes / 2, p) + ringReducedBytes(bytes / 2, p);
 }
 
 }  // namespace
@@ -225,25 +235,22 @@ uint64_t allReduceReducedBytes(const Topology& topology, uint64_t bytes, AllRedu
   if (member < 0 || static_cast<uint64_t>(member) >= p) {
     throw Error(ErrorKind::kInternal, "all-reduce: member outside the topology");
   }
-  const auto position = static_cast<uint64_t>(member);
   switch (algorithm) {
-    case AllReduceAlgorithm::kRing: return ringReducedBytes(bytes, p, position);
-    case AllReduceAlgorithm::kBidirectionalRing: return bidirectionalReducedBytes(bytes, p, position);
+    case AllReduceAlgorithm::kRing: return ringReducedBytes(bytes, p);
+    case AllReduceAlgorithm::kBidirectionalRing: return bidirectionalReducedBytes(bytes, p);
     case AllReduceAlgorithm::kTorus:
     case AllReduceAlgorithm::kHierarchical: break;
   }
-  const Coords at = topology.coords(member);
   uint64_t reduced = 0;
   uint64_t size = bytes;
   for (int d = 0; d < kDims; ++d) {
     const auto line = static_cast<uint64_t>(topology.dim(d));
     if (line < 2) continue;
-    reduced += bidirectionalReducedBytes(size, line, static_cast<uint64_t>(at[d]));
+    reduced += bidirectionalReducedBytes(size, line);
     size = (size + line - 1) / line;
   }
   if (algorithm == AllReduceAlgorithm::kHierarchical) {  // the DCN ring over hosts, on the chip's share
-    reduced += ringReducedBytes(size, static_cast<uint64_t>(topology.slices()),
-                                static_cast<uint64_t>(topology.sliceOf(member)));
+    reduced += ringReducedBytes(size, static_cast<uint64_t>(topology.slices()));
   }
   return reduced;
 }
@@ -260,7 +267,7 @@ Group allChips(const Topology& topology) {
   return group;
 }
 
-Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllReduceAlgorithm algorithm,
+Collective allReduce(TransferSink& network, const Group& group, uint64_t bytes, AllReduceAlgorithm algorithm,
                      uint32_t element_bytes) {
   checkGroup(network, group, "all-reduce");
   checkElementBytes(element_bytes);
@@ -278,7 +285,7 @@ Collective allReduce(Network& network, const Group& group, uint64_t bytes, AllRe
   return finish(std::move(out), reduced, element_bytes);
 }
 
-Collective reduceScatter(Network& network, const Group& group, uint64_t bytes, bool bidirectional,
+Collective reduceScatter(TransferSink& network, const Group& group, uint64_t bytes, bool bidirectional,
                          uint32_t element_bytes) {
   checkGroup(network, group, "reduce-scatter");
   checkElementBytes(element_bytes);
@@ -289,7 +296,7 @@ Collective reduceScatter(Network& network, const Group& group, uint64_t bytes, b
   return finish(std::move(out), reduced, element_bytes);
 }
 
-Collective allGather(Network& network, const Group& group, uint64_t bytes, bool bidirectional) {
+Collective allGather(TransferSink& network, const Group& group, uint64_t bytes, bool bidirectional) {
   checkGroup(network, group, "all-gather");
   Collective out;
   std::vector<uint64_t> reduced(group.size(), 0);
@@ -298,7 +305,7 @@ Collective allGather(Network& network, const Group& group, uint64_t bytes, bool 
   return finish(std::move(out), reduced, 1);
 }
 
-Collective allToAll(Network& network, const Group& group, uint64_t bytes) {
+Collective allToAll(TransferSink& network, const Group& group, uint64_t bytes) {
   checkGroup(network, group, "all-to-all");
   const uint64_t p = group.size();
   Collective out;
@@ -311,7 +318,7 @@ Collective allToAll(Network& network, const Group& group, uint64_t bytes) {
   return out;
 }
 
-Collective broadcast(Network& network, const Group& group, uint64_t bytes, uint32_t chunks) {
+Collective broadcast(TransferSink& network, const Group& group, uint64_t bytes, uint32_t chunks) {
   checkGroup(network, group, "broadcast");
   if (chunks == 0) throw Error(ErrorKind::kInvalidInput, "broadcast needs at least one chunk");
   Collective out;
@@ -328,7 +335,7 @@ Collective broadcast(Network& network, const Group& group, uint64_t bytes, uint3
   return out;
 }
 
-Collective sendRecv(Network& network, ChipId src, ChipId dst, uint64_t bytes) {
+Collective sendRecv(TransferSink& network, ChipId src, ChipId dst, uint64_t bytes) {
   checkGroup(network, {src, dst}, "send/recv");
   Collective out;
   out.transfers.push_back(network.addTransfer(src, dst, bytes));

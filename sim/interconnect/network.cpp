@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 
@@ -55,19 +56,49 @@ uint64_t Network::dcnSerializationPs(uint64_t bytes) const {
 
 TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
                                 uint64_t earliest_ps, int way) {
+  checkChips(src, dst);
+  if (m_topology.sliceOf(src) != m_topology.sliceOf(dst)) {
+    if (!m_has_dcn) {
+      throw Error(ErrorKind::kInvalidInput, "transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
+                                                ": the chips are on different slices and the network has no DCN");
+    }
+    return addMessage(src, dst, nullptr, bytes, deps, earliest_ps);
+  }
+  const HopPlan route = transferRoute(m_topology, src, dst, way);
+  return addMessage(src, dst, &route, bytes, deps, earliest_ps);
+}
+
+TransferId Network::addRoutedTransfer(ChipId src, ChipId dst, const HopPlan& route, uint64_t bytes,
+                                      std::span<const TransferId> deps, uint64_t earliest_ps) {
+  checkChips(src, dst);
+  ChipId at = src;
+  for (int d = 0; d < kDims; ++d) {
+    for (int h = 0; h < std::abs(route.hops[d]); ++h) at = m_topology.neighbor(at, d, route.hops[d] > 0 ? 1 : -1);
+  }
+  if (at != dst) throw Error(ErrorKind::kInternal, "ICI: a routed transfer's route does not reach its destination");
+  return addMessage(src, dst, &route, bytes, deps, earliest_ps);
+}
+
+void Network::checkChips(ChipId src, ChipId dst) const {
   const int chips = m_topology.numChips();
   if (src < 0 || src >= chips || dst < 0 || dst >= chips) {
     throw Error(ErrorKind::kInvalidInput, "ICI transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
                                               ": the topology has chips 0.." + std::to_string(chips - 1));
   }
-  if (m_granularity == Granularity::kMessage || src == dst || bytes <= m_config.packet_bytes) {
-    return addUnit(src, dst, bytes, deps, earliest_ps, way);
+}
+
+TransferId Network::addMessage(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes,
+                               std::span<const TransferId> deps, uint64_t earliest_ps) {
+  const bool local = route != nullptr && route->total() == 0;
+  if (m_granularity == Granularity::kMessage || local || bytes <= m_config.packet_bytes) {
+    return addUnit(src, dst, route, bytes, deps, earliest_ps);
   }
   std::vector<TransferId> packets;
   for (uint64_t sent = 0; sent < bytes; sent += m_config.packet_bytes) {
-    packets.push_back(addUnit(src, dst, std::min(m_config.packet_bytes, bytes - sent), deps, earliest_ps, way));
+    packets.push_back(addUnit(src, dst, route, std::min(m_config.packet_bytes, bytes - sent), deps, earliest_ps));
   }
-  return addUnit(dst, dst, 0, packets, earliest_ps, 0);  // the join: done when the last packet is
+  const HopPlan stay;
+  return addUnit(dst, dst, &stay, 0, packets, earliest_ps);  // the join: done when the last packet is
 }
 
 TransferId Network::newSlot() {
@@ -94,26 +125,17 @@ int32_t Network::newEdge(TransferId dependent, int32_t next) {
   return static_cast<int32_t>(m_edges.size() - 1);
 }
 
-TransferId Network::addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps,
-                            uint64_t earliest_ps, int way) {
+TransferId Network::addUnit(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes,
+                            std::span<const TransferId> deps, uint64_t earliest_ps) {
   const TransferId id = newSlot();
   Transfer& t = m_transfers[id];
   t = Transfer{src, dst, src, bytes, std::max(earliest_ps, m_now_ps)};
   t.ser_all_ps = serializationPs(bytes);
   t.ser_head_ps = serializationPs(std::min(bytes, m_config.packet_bytes));
-  if (m_topology.sliceOf(src) == m_topology.sliceOf(dst)) {
-    t.hops_left = minimalHops(m_topology, src, dst).hops;
-    // On the twisted torus a wrap also moves z, so the way round is the route's, not a choice.
-    if (way != 0 && m_topology.kind() != TopologyKind::kTwistedTorus3d) {
-      for (int d = 0; d < kDims; ++d) {
-        if (m_topology.dim(d) == 2 && t.hops_left[d] != 0) t.hops_left[d] = way > 0 ? 1 : -1;
-      }
-    }
-  } else if (m_has_dcn) {
-    t.dcn_hops_left = 2;
+  if (route != nullptr) {
+    t.hops_left = route->hops;
   } else {
-    throw Error(ErrorKind::kInvalidInput, "transfer chip" + std::to_string(src) + " -> chip" + std::to_string(dst) +
-                                              ": the chips are on different slices and the network has no DCN");
+    t.dcn_hops_left = 2;
   }
   t.group = m_open_group;
   if (t.group >= 0) ++m_groups[t.group].outstanding;
@@ -142,7 +164,7 @@ void Network::schedule(uint64_t time_ps, TransferId id) {
 void Network::launch(TransferId id) {
   Transfer& t = m_transfers[id];
   t.state = State::kMoving;
-  if (t.src == t.dst) {
+  if (isLocal(t)) {
     t.done_ps = t.ready_ps;  // a local copy: no link time
     deliver(id);
     return;
@@ -164,7 +186,7 @@ void Network::deliver(TransferId id) {
       next.ready_ps = std::max(next.ready_ps, t.done_ps);
       if (--next.pending_deps == 0) {
         next.state = State::kMoving;
-        if (next.src == next.dst) {
+        if (isLocal(next)) {
           next.done_ps = next.ready_ps;
           m_delivering.push_back(m_edges[e].dependent);
         } else {
@@ -514,8 +536,7 @@ std::vector<GroupId> Network::takeFinishedGroups() {
 size_t Network::memoryBytes() const {
   return m_transfers.capacity() * sizeof(Transfer) + m_free_transfers.capacity() * sizeof(TransferId) +
          m_edges.capacity() * sizeof(Edge) + m_free_edges.capacity() * sizeof(int32_t) +
-         m_links.capacity() * sizeof(Link) + m_heap.capacity() * sizeof(Event) +
-         m_groups.capacity() * sizeof(Group);
+         m_links.capacity() * sizeof(Link) + m_heap.capacity() * sizeof(Event) + m_groups.capacity() * sizeof(Group);
 }
 
 void Network::registerStats(StatsRegistry& registry, const std::string& prefix) const {
@@ -543,9 +564,20 @@ void Network::registerStats(StatsRegistry& registry, const std::string& prefix) 
 }
 
 void Network::registerTotals(StatsRegistry& registry, const std::string& prefix) const {
+  std::vector<LinkStats> links;
+  links.reserve(m_links.size());
+  for (const Link& link : m_links) links.push_back(link.stats);
+  const auto ici = static_cast<size_t>(m_topology.numLinkSlots());
+  const std::span<const LinkStats> all(links);
+  registerLinkTotals(registry, prefix, m_topology, all.first(ici),
+                     m_has_dcn ? std::optional(all.subspan(ici)) : std::nullopt, m_makespan_ps);
+}
+
+void registerLinkTotals(StatsRegistry& registry, const std::string& prefix, const Topology& topology,
+                        std::span<const LinkStats> links, std::optional<std::span<const LinkStats>> dcn_links,
+                        uint64_t makespan_ps) {
   uint64_t bytes = 0, busy = 0, max_queue = 0, stalled = 0;
-  for (LinkId l = 0; l < m_topology.numLinkSlots(); ++l) {
-    const LinkStats& s = m_links[l].stats;
+  for (const LinkStats& s : links) {
     bytes += s.bytes;
     busy += s.busy_ps;
     max_queue = std::max(max_queue, s.max_queue_ps);
@@ -556,24 +588,24 @@ void Network::registerTotals(StatsRegistry& registry, const std::string& prefix)
   registry.counter(prefix + ".max_queue_ps", "ps", "longest wait of any message for any link").add(max_queue);
   registry.counter(prefix + ".stalled_ps", "ps", "time links were held but idle for lack of credit, summed over links")
       .add(stalled);
-  if (m_has_dcn) {
+  if (dcn_links) {
     uint64_t dcn_bytes = 0, dcn_busy = 0, dcn_queue = 0;
-    for (size_t l = static_cast<size_t>(m_topology.numLinkSlots()); l < m_links.size(); ++l) {
-      dcn_bytes += m_links[l].stats.bytes;
-      dcn_busy += m_links[l].stats.busy_ps;
-      dcn_queue = std::max(dcn_queue, m_links[l].stats.max_queue_ps);
+    for (const LinkStats& s : *dcn_links) {
+      dcn_bytes += s.bytes;
+      dcn_busy += s.busy_ps;
+      dcn_queue = std::max(dcn_queue, s.max_queue_ps);
     }
     registry.counter(prefix + ".dcn.bytes", "bytes", "bytes sent over all DCN NIC links (a byte counts on up and down)")
         .add(dcn_bytes);
     registry.counter(prefix + ".dcn.busy_ps", "ps", "NIC link serialization time summed over all hosts").add(dcn_busy);
-    registry.counter(prefix + ".dcn.max_queue_ps", "ps", "longest wait of any message for any NIC link")
-        .add(dcn_queue);
+    registry.counter(prefix + ".dcn.max_queue_ps", "ps", "longest wait of any message for any NIC link").add(dcn_queue);
   }
-  registry.counter(prefix + ".makespan_ps", "ps", "when the last transfer delivered its last byte").add(m_makespan_ps);
-  const double links = m_topology.numLinks();
-  const double span = static_cast<double>(m_makespan_ps);
-  registry.formula(prefix + ".link_utilization", "fraction", "mean busy fraction of the directed links",
-                   [busy, links, span] { return span > 0 ? static_cast<double>(busy) / (links * span) : 0.0; });
+  registry.counter(prefix + ".makespan_ps", "ps", "when the last transfer delivered its last byte").add(makespan_ps);
+  const double link_count = topology.numLinks();
+  const double span = static_cast<double>(makespan_ps);
+  registry.formula(
+      prefix + ".link_utilization", "fraction", "mean busy fraction of the directed links",
+      [busy, link_count, span] { return span > 0 ? static_cast<double>(busy) / (link_count * span) : 0.0; });
 }
 
 }  // namespace tpusim

@@ -48,6 +48,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -57,10 +58,10 @@
 #include "sim/interconnect/dcn.hpp"
 #include "sim/interconnect/link_config.hpp"
 #include "sim/interconnect/routing.hpp"
+#include "sim/interconnect/transfer_sink.hpp"
 
 namespace tpusim {
 
-using TransferId = int32_t;
 using GroupId = int32_t;
 
 enum class Granularity {
@@ -76,7 +77,7 @@ struct LinkStats {
   uint64_t stalled_ps = 0;    // held for a message but idle for lack of credit
 };
 
-class Network {
+class Network : public TransferSink {
  public:
   static constexpr uint64_t kNever = std::numeric_limits<uint64_t>::max();
 
@@ -90,7 +91,13 @@ class Network {
   // `way` (+1 or -1, 0: none) picks the way round a dimension of size 2, where both
   // links reach the same neighbour: a ring's two directions then take different links.
   TransferId addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps = {},
-                         uint64_t earliest_ps = 0, int way = 0);
+                         uint64_t earliest_ps = 0, int way = 0) override;
+
+  // A transfer over a given route (signed hops per dimension, taken as the routing mode
+  // orders them) that must reach dst: for a network simulating a quotient of a larger
+  // slice (sim/interconnect/symmetry.hpp), where the route is the larger slice's.
+  TransferId addRoutedTransfer(ChipId src, ChipId dst, const HopPlan& route, uint64_t bytes,
+                               std::span<const TransferId> deps = {}, uint64_t earliest_ps = 0);
 
   // Batch use: simulates every transfer added so far (to the end).
   void run();
@@ -117,7 +124,7 @@ class Network {
   void setExtraLatency(LinkId link, uint64_t ps);
   // Joins the topology's slices, one host each, through the DCN (before any transfer).
   void attachDcn(const DcnLinkConfig& dcn);
-  bool hasDcn() const { return m_has_dcn; }
+  bool hasDcn() const override { return m_has_dcn; }
   const DcnLinkConfig& dcnConfig() const { return m_dcn; }
   // A host's NIC links; their ids follow the ICI link slots.
   LinkId dcnUplink(int host) const { return m_topology.numLinkSlots() + 2 * host; }
@@ -145,7 +152,7 @@ class Network {
   // (ICI links), and with a DCN "<prefix>.dcn.bytes", ".busy_ps", ".max_queue_ps".
   void registerTotals(StatsRegistry& registry, const std::string& prefix) const;
 
-  const Topology& topology() const { return m_topology; }
+  const Topology& topology() const override { return m_topology; }
   const IciLinkConfig& config() const { return m_config; }
   // Serialization time of `bytes` on one link, rounded up to a picosecond.
   uint64_t serializationPs(uint64_t bytes) const;
@@ -161,11 +168,11 @@ class Network {
     uint64_t ser_head_ps = 0;
     int32_t pending_deps = 0;
     int8_t dcn_hops_left = 0;  // 2: uplink then downlink; 0: ICI hops only
-    int32_t first_edge = -1;  // head of the list of transfers that depend on this one
+    int32_t first_edge = -1;   // head of the list of transfers that depend on this one
     // kPacket: the link into the buffer the packet sits in (its credit returns when
     // the packet leaves); kMessage: the link it holds whose release awaits this hop.
     LinkId held_link = -1;
-    LinkId waiting_for = -1;    // the link it is queued for, -1 when not queued
+    LinkId waiting_for = -1;  // the link it is queued for, -1 when not queued
     TransferId next_waiting = -1;
     uint64_t arrival_bound_ps = 0;  // kMessage: the next hop cannot end before the last packet arrives
     GroupId group = -1;
@@ -180,7 +187,7 @@ class Network {
     uint64_t free_ps = 0;
     uint64_t extra_ps = 0;
     TransferId queue_head = -1, queue_tail = -1;  // FIFO of transfers waiting for it
-    uint64_t queued_ps = 0;                        // their serialization time, for adaptive routing
+    uint64_t queued_ps = 0;                       // their serialization time, for adaptive routing
     // kPacket: free slots in the far end's buffer, and since when it has been
     // idle with a packet waiting for credit (kNever: not stalled).
     int32_t credits = 0;
@@ -227,8 +234,15 @@ class Network {
   }
   uint64_t firstHopDelay(const Transfer& t) const { return t.dcn_hops_left > 0 ? 0 : m_router_ps; }
   int chooseDimension(const Transfer& t) const;
-  TransferId addUnit(ChipId src, ChipId dst, uint64_t bytes, std::span<const TransferId> deps, uint64_t earliest_ps,
-                     int way);
+  void checkChips(ChipId src, ChipId dst) const;
+  // route: the hops of a transfer within a slice; nullptr: one between slices, over the DCN.
+  TransferId addMessage(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes, std::span<const TransferId> deps,
+                        uint64_t earliest_ps);
+  TransferId addUnit(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes, std::span<const TransferId> deps,
+                     uint64_t earliest_ps);
+  static bool isLocal(const Transfer& t) {
+    return t.dcn_hops_left == 0 && t.hops_left[0] == 0 && t.hops_left[1] == 0 && t.hops_left[2] == 0;
+  }
   TransferId newSlot();
   int32_t newEdge(TransferId dependent, int32_t next);
   void finishInGroup(GroupId group, uint64_t done_ps);
@@ -247,7 +261,7 @@ class Network {
   std::vector<int32_t> m_free_edges;
   std::vector<Link> m_links;
   std::vector<Event> m_heap;
-  std::vector<TransferId> m_delivering;  // scratch of deliver()
+  std::vector<TransferId> m_delivering;                  // scratch of deliver()
   std::vector<std::pair<LinkId, uint64_t>> m_resolving;  // scratch of resolve()
   std::vector<Group> m_groups;
   std::vector<GroupId> m_finished_groups;
@@ -262,5 +276,11 @@ class Network {
   double m_dcn_ps_per_byte = 0;
   uint64_t m_dcn_latency_ps = 0;
 };
+
+// The totals of Network::registerTotals from per-link counters: `links` by LinkId of
+// `topology`, and with a DCN its NIC links.
+void registerLinkTotals(StatsRegistry& registry, const std::string& prefix, const Topology& topology,
+                        std::span<const LinkStats> links, std::optional<std::span<const LinkStats>> dcn_links,
+                        uint64_t makespan_ps);
 
 }  // namespace tpusim

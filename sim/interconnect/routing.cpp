@@ -80,6 +80,16 @@ HopPlan minimalHops(const Topology& topology, ChipId src, ChipId dst) {
   return plan;
 }
 
+HopPlan transferRoute(const Topology& topology, ChipId src, ChipId dst, int way) {
+  HopPlan route = minimalHops(topology, src, dst);
+  if (way != 0 && topology.kind() != TopologyKind::kTwistedTorus3d) {
+    for (int d = 0; d < kDims; ++d) {
+      if (topology.dim(d) == 2 && route.hops[d] != 0) route.hops[d] = way > 0 ? 1 : -1;
+    }
+  }
+  return route;
+}
+
 std::vector<LinkId> dimensionOrderPath(const Topology& topology, ChipId src, ChipId dst) {
   const HopPlan plan = minimalHops(topology, src, dst);
   std::vector<LinkId> path;

@@ -36,6 +36,11 @@ struct HopPlan {
 // not depend on the order the hops are taken in.
 HopPlan minimalHops(const Topology& topology, ChipId src, ChipId dst);
 
+// The route Network::addTransfer gives a transfer within a slice: the minimal hops, with
+// `way` (+1 or -1, 0: none) picking the way round each dimension of size 2, where both
+// links reach the same neighbour (not on the twisted torus, where a wrap also moves z).
+HopPlan transferRoute(const Topology& topology, ChipId src, ChipId dst, int way);
+
 // The directed links of the dimension-order route, first hop first.
 std::vector<LinkId> dimensionOrderPath(const Topology& topology, ChipId src, ChipId dst);
 
