@@ -1,13 +1,15 @@
 // ICI model speed: a 64 MiB all-reduce on 3D tori of 64, 512 and 4096 chips
 // (dimension by dimension, bidirectional rings, every link transfer through
 // the FCFS link model), and a ring all-reduce over all chips in id order, whose
-// row-to-row steps take several hops and contend for links (up to 512 chips).
+// row-to-row steps take several hops and contend for links (up to 512 chips); and the
+// torus all-reduce through the pod's network, which simulates one chip per symmetry class.
 // Run: build/bench/ici_bench (figures depend on the machine; quote medians).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 
 #include "sim/interconnect/collectives.hpp"
+#include "sim/interconnect/slice_network.hpp"
 
 namespace {
 
@@ -47,6 +49,29 @@ void BM_TorusAllReduce64MiB(benchmark::State& state) {
   allReduceOnTorus(state, tpusim::AllReduceAlgorithm::kTorus);
 }
 BENCHMARK(BM_TorusAllReduce64MiB)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
+
+// The same all-reduce through the pod's network (sim/interconnect/slice_network.hpp), which
+// finds the translation symmetry and simulates the quotient slice: the same times.
+void BM_SymmetricTorusAllReduce64MiB(benchmark::State& state) {
+  const int k = static_cast<int>(state.range(0));
+  const tpusim::Topology torus(tpusim::TopologyKind::kTorus3d, {k, k, k});
+  tpusim::SliceNetworkOptions options;
+  options.link = tpuv4Links();
+  const tpusim::CollectiveShape shape{torus.numChips(), 1, kBytes, tpusim::AllReduceAlgorithm::kTorus, 4};
+  uint64_t simulated_ps = 0, simulated_chips = 0;
+  for (auto _ : state) {
+    tpusim::SliceNetwork net(torus, options, std::vector<tpusim::CollectiveShape>{shape});
+    const tpusim::GroupId group = net.start(shape);
+    net.advanceTo(tpusim::Network::kNever);
+    simulated_ps = net.groupDoneTime(group);
+    simulated_chips = static_cast<uint64_t>(net.simulated().numChips());
+    benchmark::DoNotOptimize(simulated_ps);
+  }
+  state.counters["chips"] = static_cast<double>(torus.numChips());
+  state.counters["simulated_chips"] = static_cast<double>(simulated_chips);
+  state.counters["simulated_us"] = static_cast<double>(simulated_ps) / 1e6;
+}
+BENCHMARK(BM_SymmetricTorusAllReduce64MiB)->Arg(4)->Arg(8)->Arg(16)->Unit(benchmark::kMillisecond);
 
 // Two 32 MiB torus all-reduces at once (two gradient buckets): every link
 // is shared by both, step by step, so each waits for the other's chunks.
