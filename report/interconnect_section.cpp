@@ -120,6 +120,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
   nlohmann::ordered_json model;
   model["kind"] = ici.full_reason.empty() ? "symmetric" : "full";
   model["simulated_chips"] = ici.simulated.numChips();
+  if (topology.slices() > 1) model["simulated_hosts"] = ici.simulated.slices();
   if (ici.full_reason.empty()) {
     model["period"] = ici.simulated.shapeString();
   } else {

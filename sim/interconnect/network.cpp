@@ -68,15 +68,19 @@ TransferId Network::addTransfer(ChipId src, ChipId dst, uint64_t bytes, std::spa
   return addMessage(src, dst, &route, bytes, deps, earliest_ps);
 }
 
-TransferId Network::addRoutedTransfer(ChipId src, ChipId dst, const HopPlan& route, uint64_t bytes,
+TransferId Network::addRoutedTransfer(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes,
                                       std::span<const TransferId> deps, uint64_t earliest_ps) {
   checkChips(src, dst);
+  if (route == nullptr) {
+    if (!m_has_dcn) throw Error(ErrorKind::kInternal, "ICI: a transfer over the DCN on a network without one");
+    return addMessage(src, dst, nullptr, bytes, deps, earliest_ps);
+  }
   ChipId at = src;
   for (int d = 0; d < kDims; ++d) {
-    for (int h = 0; h < std::abs(route.hops[d]); ++h) at = m_topology.neighbor(at, d, route.hops[d] > 0 ? 1 : -1);
+    for (int h = 0; h < std::abs(route->hops[d]); ++h) at = m_topology.neighbor(at, d, route->hops[d] > 0 ? 1 : -1);
   }
   if (at != dst) throw Error(ErrorKind::kInternal, "ICI: a routed transfer's route does not reach its destination");
-  return addMessage(src, dst, &route, bytes, deps, earliest_ps);
+  return addMessage(src, dst, route, bytes, deps, earliest_ps);
 }
 
 void Network::checkChips(ChipId src, ChipId dst) const {

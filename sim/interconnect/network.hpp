@@ -94,9 +94,10 @@ class Network : public TransferSink {
                          uint64_t earliest_ps = 0, int way = 0) override;
 
   // A transfer over a given route (signed hops per dimension, taken as the routing mode
-  // orders them) that must reach dst: for a network simulating a quotient of a larger
-  // slice (sim/interconnect/symmetry.hpp), where the route is the larger slice's.
-  TransferId addRoutedTransfer(ChipId src, ChipId dst, const HopPlan& route, uint64_t bytes,
+  // orders them) that must reach dst, or with route nullptr over the DCN (the uplink of src's
+  // host, the downlink of dst's): for a network simulating a quotient of a larger slice
+  // (sim/interconnect/symmetry.hpp), where the route is the larger slice's.
+  TransferId addRoutedTransfer(ChipId src, ChipId dst, const HopPlan* route, uint64_t bytes,
                                std::span<const TransferId> deps = {}, uint64_t earliest_ps = 0);
 
   // Batch use: simulates every transfer added so far (to the end).

@@ -12,23 +12,23 @@ SliceNetwork::Choice SliceNetwork::choose(const Topology& slice, const SliceNetw
                                           std::span<const CollectiveShape> shapes) {
   Choice full{slice, !options.symmetry ? "ici.symmetry is off" : symmetryObstacle(slice), {}};
   if (!full.full_reason.empty()) return full;
-  Coords period = latencyPeriods(slice, options.latency_links);
+  Axes period = latencyPeriods(slice, options.latency_links);
   std::set<Key> checked;
   for (const CollectiveShape& shape : shapes) {
-    if (period == slice.dims()) break;
+    if (period == sizesOf(slice)) break;
     if (!checked.insert(shape.key()).second) continue;
-    TransferPlan plan(slice, false);
+    TransferPlan plan(slice, options.dcn.has_value());
     recordInto(plan, slice, shape);
     period = planPeriods(slice, plan, period);
   }
-  if (period == slice.dims()) {
+  if (period == sizesOf(slice)) {
     full.full_reason = "no translation of the slice preserves its links and collectives";
     return full;
   }
   Choice reduced{quotientTopology(slice, period), "", {}};
   for (const CollectiveShape& shape : shapes) {
     if (reduced.plans.count(shape.key()) != 0) continue;
-    TransferPlan plan(slice, false);
+    TransferPlan plan(slice, options.dcn.has_value());
     recordInto(plan, slice, shape);
     std::optional<RoutedPlan> routed = reducePlan(plan, slice, reduced.topology);
     if (!routed) {
@@ -78,6 +78,11 @@ GroupId SliceNetwork::start(const CollectiveShape& shape) {
   return group;
 }
 
+const LinkStats& SliceNetwork::dcnLinkStats(int host, bool up) const {
+  const int simulated_host = m_reduced ? quotientHost(simulated(), host) : host;
+  return m_network.linkStats(up ? m_network.dcnUplink(simulated_host) : m_network.dcnDownlink(simulated_host));
+}
+
 const LinkStats& SliceNetwork::linkStats(LinkId link) const {
   return m_network.linkStats(m_reduced ? quotientLink(m_slice, simulated(), link) : link);
 }
@@ -91,7 +96,16 @@ void SliceNetwork::registerTotals(StatsRegistry& registry, const std::string& pr
   for (LinkId l = 0; l < m_slice.numLinkSlots(); ++l) {
     if (m_slice.linkExists(l)) links[static_cast<size_t>(l)] = linkStats(l);
   }
-  registerLinkTotals(registry, prefix, m_slice, links, {}, makespan());
+  std::optional<std::vector<LinkStats>> dcn_links;
+  if (hasDcn()) {
+    dcn_links.emplace();
+    for (int host = 0; host < m_slice.slices(); ++host) {
+      dcn_links->push_back(dcnLinkStats(host, true));
+      dcn_links->push_back(dcnLinkStats(host, false));
+    }
+  }
+  registerLinkTotals(registry, prefix, m_slice, links,
+                     dcn_links ? std::optional<std::span<const LinkStats>>(*dcn_links) : std::nullopt, makespan());
 }
 
 }  // namespace tpusim

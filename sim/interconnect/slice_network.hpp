@@ -62,9 +62,8 @@ class SliceNetwork {
   const LinkStats& linkStats(LinkId link) const;
   bool hasDcn() const { return m_network.hasDcn(); }
   const DcnLinkConfig& dcnConfig() const { return m_network.dcnConfig(); }
-  const LinkStats& dcnLinkStats(int host, bool up) const {
-    return m_network.linkStats(up ? m_network.dcnUplink(host) : m_network.dcnDownlink(host));
-  }
+  // A host's NIC link (its representative's counters when reduced).
+  const LinkStats& dcnLinkStats(int host, bool up) const;
   uint64_t makespan() const { return m_network.makespan(); }
   size_t memoryBytes() const { return m_network.memoryBytes(); }
 

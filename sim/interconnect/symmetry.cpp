@@ -30,23 +30,41 @@ struct PlanIndex {
   uint32_t at(ChipId chip, uint32_t like) const { return order[begin[chip] + local[like]]; }
 };
 
-ChipId shifted(const Topology& topology, ChipId chip, int d, int by) {
-  Coords c = topology.coords(chip);
-  c[d] = (c[d] + by) % topology.dim(d);
-  return topology.chipAt(c);
+Axes axesOf(const Topology& topology, ChipId chip) {
+  const Coords c = topology.coords(chip);
+  return {c[0], c[1], c[2], topology.sliceOf(chip)};
 }
 
-// Where every chip goes when the slice moves `by` along d.
-std::vector<ChipId> shiftTable(const Topology& topology, int d, int by) {
+ChipId chipOf(const Topology& topology, const Axes& at) {
+  return topology.chipAt({at[0], at[1], at[2]}, at[3]);
+}
+
+// Where every chip goes when the slice moves `by` along axis a.
+std::vector<ChipId> shiftTable(const Topology& topology, int a, int by) {
+  const Axes sizes = sizesOf(topology);
   std::vector<ChipId> to(static_cast<size_t>(topology.numChips()));
-  for (ChipId c = 0; c < topology.numChips(); ++c) to[static_cast<size_t>(c)] = shifted(topology, c, d, by);
+  for (ChipId c = 0; c < topology.numChips(); ++c) {
+    Axes at = axesOf(topology, c);
+    at[a] = (at[a] + by) % sizes[a];
+    to[static_cast<size_t>(c)] = chipOf(topology, at);
+  }
   return to;
 }
 
-ChipId representative(const Topology& topology, const Coords& period, ChipId chip) {
-  Coords c = topology.coords(chip);
-  for (int d = 0; d < kDims; ++d) c[d] %= period[d];
-  return topology.chipAt(c);
+ChipId representative(const Topology& topology, const Axes& period, ChipId chip) {
+  Axes at = axesOf(topology, chip);
+  for (int a = 0; a < kAxes; ++a) at[a] %= period[a];
+  return chipOf(topology, at);
+}
+
+// A chip of the slice as the quotient's chip standing for it.
+ChipId quotientChip(const Topology& topology, const Topology& quotient, ChipId chip) {
+  return chipOf(quotient, [&] {
+    Axes at = axesOf(topology, chip);
+    const Axes period = sizesOf(quotient);
+    for (int a = 0; a < kAxes; ++a) at[a] %= period[a];
+    return at;
+  }());
 }
 
 bool planInvariant(const TransferPlan& plan, const PlanIndex& index, const std::vector<HopPlan>& routes,
@@ -73,25 +91,31 @@ bool planInvariant(const TransferPlan& plan, const PlanIndex& index, const std::
   return true;
 }
 
-bool latencyInvariant(const Topology& topology, const std::vector<bool>& has_latency, int d, int q) {
+bool latencyInvariant(const Topology& topology, const std::vector<bool>& has_latency,
+                      const std::vector<ChipId>& shift) {
   for (LinkId l = 0; l < topology.numLinkSlots(); ++l) {
     if (!topology.linkExists(l)) continue;
     const LinkId moved =
-        Topology::linkId(shifted(topology, topology.linkSource(l), d, q), topology.linkDim(l), topology.linkDir(l));
+        Topology::linkId(shift[static_cast<size_t>(topology.linkSource(l))], topology.linkDim(l), topology.linkDir(l));
     if (has_latency[static_cast<size_t>(l)] != has_latency[static_cast<size_t>(moved)]) return false;
   }
   return true;
 }
 
-// Per dimension, the smallest multiple q >= 2 of base[d] that divides its size and has
-// invariant(d, q), else the size.
+// Per axis, the smallest multiple q of base[a] that divides its size and has invariant(a, q),
+// else the size. Along x, y and z, q >= 2 (a quotient ring of one chip would have no links),
+// and only with one slice: every chip of a host shares its NIC, which no move within the
+// slice maps to another. Along the hosts q >= 1: one host's NIC links stand for all.
 template <typename Invariant>
-Coords smallestPeriods(const Topology& topology, const Coords& base, Invariant invariant) {
-  Coords period = topology.dims();
-  for (int d = 0; d < kDims; ++d) {
-    for (int q = base[d]; q < topology.dim(d); q += base[d]) {
-      if (q >= 2 && topology.dim(d) % q == 0 && invariant(d, q)) {
-        period[d] = q;
+Axes smallestPeriods(const Topology& topology, const Axes& base, Invariant invariant) {
+  const Axes sizes = sizesOf(topology);
+  Axes period = sizes;
+  for (int a = 0; a < kAxes; ++a) {
+    const bool host_axis = a == kAxes - 1;
+    if (!host_axis && topology.slices() > 1) continue;
+    for (int q = base[a]; q < sizes[a]; q += base[a]) {
+      if ((host_axis || q >= 2) && sizes[a] % q == 0 && invariant(a, q)) {
+        period[a] = q;
         break;
       }
     }
@@ -101,48 +125,57 @@ Coords smallestPeriods(const Topology& topology, const Coords& base, Invariant i
 
 }  // namespace
 
+Axes sizesOf(const Topology& topology) {
+  return {topology.dim(0), topology.dim(1), topology.dim(2), topology.slices()};
+}
+
 std::string symmetryObstacle(const Topology& topology) {
   if (topology.kind() == TopologyKind::kTwistedTorus3d) return "the twisted torus's wraparound shifts z";
-  if (topology.slices() > 1) return "the slices share their hosts' DCN links";
   return "";
 }
 
-Coords latencyPeriods(const Topology& topology, std::span<const LinkId> latency_links) {
+Axes latencyPeriods(const Topology& topology, std::span<const LinkId> latency_links) {
   if (!symmetryObstacle(topology).empty()) throw Error(ErrorKind::kInternal, "symmetry of an asymmetric slice");
   std::vector<bool> has_latency(static_cast<size_t>(topology.numLinkSlots()), false);
   for (const LinkId l : latency_links) has_latency[static_cast<size_t>(l)] = true;
-  return smallestPeriods(topology, Coords{1, 1, 1},
-                         [&](int d, int q) { return latencyInvariant(topology, has_latency, d, q); });
+  return smallestPeriods(topology, Axes{1, 1, 1, 1}, [&](int a, int q) {
+    return latencyInvariant(topology, has_latency, shiftTable(topology, a, q));
+  });
 }
 
-Coords planPeriods(const Topology& topology, const TransferPlan& plan, const Coords& base) {
+Axes planPeriods(const Topology& topology, const TransferPlan& plan, const Axes& base) {
   if (!symmetryObstacle(topology).empty()) throw Error(ErrorKind::kInternal, "symmetry of an asymmetric slice");
-  if (base == topology.dims()) return base;
+  if (base == sizesOf(topology)) return base;
   const PlanIndex index(plan, topology.numChips());
-  std::vector<HopPlan> routes;
+  std::vector<HopPlan> routes;  // a transfer between slices (over the DCN) has none
   routes.reserve(plan.size());
   for (size_t i = 0; i < plan.size(); ++i) {
     const TransferPlan::Record& r = plan.record(i);
-    routes.push_back(transferRoute(topology, r.src, r.dst, r.way));
+    routes.push_back(topology.sliceOf(r.src) == topology.sliceOf(r.dst) ? transferRoute(topology, r.src, r.dst, r.way)
+                                                                        : HopPlan{});
   }
   return smallestPeriods(topology, base,
-                         [&](int d, int q) { return planInvariant(plan, index, routes, shiftTable(topology, d, q)); });
+                         [&](int a, int q) { return planInvariant(plan, index, routes, shiftTable(topology, a, q)); });
 }
 
-Topology quotientTopology(const Topology& topology, const Coords& period) {
-  for (int d = 0; d < kDims; ++d) {
-    if (period[d] < 1 || topology.dim(d) % period[d] != 0) {
+Topology quotientTopology(const Topology& topology, const Axes& period) {
+  const Axes sizes = sizesOf(topology);
+  for (int a = 0; a < kAxes; ++a) {
+    if (period[a] < 1 || sizes[a] % period[a] != 0) {
       throw Error(ErrorKind::kInternal, "ICI symmetry: a period that does not divide the slice");
     }
   }
   // Every kind is held as three wrapping dimensions; the 3-D torus holds any of them.
-  return Topology(TopologyKind::kTorus3d, {period[0], period[1], period[2]});
+  return Topology(TopologyKind::kTorus3d, {period[0], period[1], period[2]}, 0, period[3]);
 }
 
 LinkId quotientLink(const Topology& topology, const Topology& quotient, LinkId link) {
-  const ChipId representative_chip = representative(topology, quotient.dims(), topology.linkSource(link));
-  return Topology::linkId(quotient.chipAt(topology.coords(representative_chip)), topology.linkDim(link),
+  return Topology::linkId(quotientChip(topology, quotient, topology.linkSource(link)), topology.linkDim(link),
                           topology.linkDir(link));
+}
+
+int quotientHost(const Topology& quotient, int host) {
+  return host % quotient.slices();
 }
 
 void RoutedPlan::replay(Network& network) const {
@@ -152,12 +185,12 @@ void RoutedPlan::replay(Network& network) const {
   for (const Record& r : m_records) {
     deps.clear();
     for (uint32_t k = r.deps_begin; k < r.deps_end; ++k) deps.push_back(ids[m_deps[k]]);
-    ids.push_back(network.addRoutedTransfer(r.src, r.dst, r.route, r.bytes, deps, r.earliest_ps));
+    ids.push_back(network.addRoutedTransfer(r.src, r.dst, r.dcn ? nullptr : &r.route, r.bytes, deps, r.earliest_ps));
   }
 }
 
 std::optional<RoutedPlan> reducePlan(const TransferPlan& plan, const Topology& topology, const Topology& quotient) {
-  const Coords& period = quotient.dims();
+  const Axes period = sizesOf(quotient);
   const PlanIndex index(plan, topology.numChips());
   constexpr uint32_t kNone = ~0u;
   std::vector<uint32_t> reduced(plan.size(), kNone);  // a representative's index in the reduced plan
@@ -165,9 +198,11 @@ std::optional<RoutedPlan> reducePlan(const TransferPlan& plan, const Topology& t
   for (size_t i = 0; i < plan.size(); ++i) {
     const TransferPlan::Record& r = plan.record(i);
     if (representative(topology, period, r.src) != r.src) continue;
-    RoutedPlan::Record routed{quotient.chipAt(topology.coords(r.src)),
-                              quotient.chipAt(topology.coords(representative(topology, period, r.dst))),
-                              transferRoute(topology, r.src, r.dst, r.way),
+    const bool dcn = topology.sliceOf(r.src) != topology.sliceOf(r.dst);
+    RoutedPlan::Record routed{quotientChip(topology, quotient, r.src),
+                              quotientChip(topology, quotient, r.dst),
+                              dcn ? HopPlan{} : transferRoute(topology, r.src, r.dst, r.way),
+                              dcn,
                               r.bytes,
                               r.earliest_ps,
                               static_cast<uint32_t>(out.m_deps.size()),

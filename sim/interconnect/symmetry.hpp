@@ -12,12 +12,16 @@
 // dependencies. The tests hold the quotient's link and collective times to the full
 // simulation's on every slice up to 8x8x8.
 //
-// Not symmetric, so simulated in full: the twisted torus (its wraparound shifts z), slices
-// joined by the DCN (a host's NIC is shared by all its chips, not one per class), and any
-// traffic or latency a translation does not preserve (uneven chunks, rings over the chips in
-// id order, groups that do not tile the period).
+// Several slices joined by the DCN also move onto each other, one host to the next; there the
+// slices themselves are simulated whole (a host's NIC carries all its chips' traffic, so no move
+// within a slice preserves it) and the hosts reduce.
+//
+// Not symmetric, so simulated in full: the twisted torus (its wraparound shifts z), and any
+// traffic or latency a translation does not preserve (rings over the chips in id order, groups
+// that do not tile the period).
 #pragma once
 
+#include <array>
 #include <optional>
 #include <span>
 #include <string>
@@ -28,29 +32,39 @@
 
 namespace tpusim {
 
+// The axes a slice can move along: x, y and z within each slice (wrapping), and the slices
+// themselves (hosts, cyclically), as sizes, coordinates or periods.
+constexpr int kAxes = 4;
+using Axes = std::array<int, kAxes>;
+
 // Why a slice cannot be reduced whatever its traffic ("" when it can be).
 std::string symmetryObstacle(const Topology& topology);
 
-// The smallest period per dimension (dividing its size, >= 2; the size itself where nothing
-// smaller works) under which the links in `latency_links` (those with an extra latency, all
-// the same) are invariant. The translations that preserve something are the multiples of
-// its smallest period, so planPeriods takes the periods found so far as `base` and returns
-// the smallest multiples of them that also preserve the plan's transfers. The slice must
-// have no symmetryObstacle.
-Coords latencyPeriods(const Topology& topology, std::span<const LinkId> latency_links);
-Coords planPeriods(const Topology& topology, const TransferPlan& plan, const Coords& base);
+// The smallest period per axis (dividing its size; the size itself where nothing smaller
+// works) under which the links in `latency_links` (those with an extra latency, all the same)
+// are invariant. The moves that preserve something are the multiples of its smallest one, so
+// planPeriods takes the periods found so far as `base` and returns the smallest multiples of
+// them that also preserve the plan's transfers. With several slices only the hosts' axis
+// reduces (a host's NIC carries every chip of its slice). The slice must have no
+// symmetryObstacle.
+Axes latencyPeriods(const Topology& topology, std::span<const LinkId> latency_links);
+Axes planPeriods(const Topology& topology, const TransferPlan& plan, const Axes& base);
+// The axes' sizes: the periods under which nothing reduces.
+Axes sizesOf(const Topology& topology);
 
-// The slice of one period: period[d] chips along d, wrapping.
-Topology quotientTopology(const Topology& topology, const Coords& period);
-// The quotient's link standing for the slice's link `link`.
+// The slice of one period: period[d] chips along d, wrapping, and period[3] slices.
+Topology quotientTopology(const Topology& topology, const Axes& period);
+// The quotient's link, and host, standing for the slice's.
 LinkId quotientLink(const Topology& topology, const Topology& quotient, LinkId link);
+int quotientHost(const Topology& quotient, int host);
 
 // A plan's representatives in the quotient: each keeps the slice's route.
 class RoutedPlan {
  public:
   struct Record {
     ChipId src, dst;  // in the quotient
-    HopPlan route;
+    HopPlan route;    // the slice's route within a slice
+    bool dcn;         // between slices: over the DCN instead
     uint64_t bytes;
     uint64_t earliest_ps;
     uint32_t deps_begin, deps_end;

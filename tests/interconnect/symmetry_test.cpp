@@ -1,7 +1,8 @@
 // The slice network simulated on its quotient by symmetry (sim/interconnect/symmetry.hpp)
 // against the same collectives on every chip and link: identical collective finish times,
 // per-link counters and totals, on every slice up to 8x8x8 and for every algorithm, with
-// contention between overlapping collectives, credits, adaptive routing and OCS latency.
+// contention between overlapping collectives, credits, adaptive routing, OCS latency and
+// hosts joined by the DCN.
 // Also which slices and traffic reduce, and to what period.
 #include <gtest/gtest.h>
 
@@ -31,10 +32,11 @@ struct Launch {
 
 struct Outcome {
   std::vector<uint64_t> done_ps;  // by group
-  std::vector<LinkStats> links;   // by LinkId of the slice
+  std::vector<LinkStats> links;   // by LinkId of the slice, then each host's NIC uplink and downlink
   uint64_t makespan_ps = 0;
   bool reduced = false;
   Coords simulated{};
+  int simulated_hosts = 0;
 };
 
 Outcome run(const Topology& slice, SliceNetworkOptions options, const std::vector<Launch>& launches, bool symmetry) {
@@ -54,9 +56,14 @@ Outcome run(const Topology& slice, SliceNetworkOptions options, const std::vecto
   for (LinkId l = 0; l < slice.numLinkSlots(); ++l) {
     if (slice.linkExists(l)) out.links[static_cast<size_t>(l)] = network.linkStats(l);
   }
+  for (int host = 0; network.hasDcn() && host < slice.slices(); ++host) {
+    out.links.push_back(network.dcnLinkStats(host, true));
+    out.links.push_back(network.dcnLinkStats(host, false));
+  }
   out.makespan_ps = network.makespan();
   out.reduced = network.reduced();
   out.simulated = network.simulated().dims();
+  out.simulated_hosts = network.simulated().slices();
   return out;
 }
 
@@ -73,7 +80,7 @@ Outcome expectSameAsFull(const Topology& slice, const SliceNetworkOptions& optio
     const LinkStats& b = full.links[l];
     if (a.bytes != b.bytes || a.messages != b.messages || a.busy_ps != b.busy_ps || a.max_queue_ps != b.max_queue_ps ||
         a.stalled_ps != b.stalled_ps) {
-      ADD_FAILURE() << what << ": link " << slice.linkName(static_cast<LinkId>(l)) << " differs";
+      ADD_FAILURE() << what << ": link " << l << " differs";
       break;
     }
   }
@@ -185,6 +192,22 @@ TEST(IciSymmetry, CreditsAdaptiveRoutingAndOcsLatencyMatchTheFullNetwork) {
   EXPECT_EQ(out.simulated, (Coords{4, 4, 4}));
 }
 
+TEST(IciSymmetry, HostsJoinedByTheDcnReduceToOneHost) {
+  SliceNetworkOptions options;
+  options.link = testLinks();
+  options.dcn = DcnLinkConfig{25e9, 10'000};
+  for (const std::vector<int>& shape : {std::vector<int>{1, 1, 1}, {2, 2, 1}, {4, 2, 1}, {2, 2, 2}}) {
+    for (int hosts : {2, 3, 4, 6}) {
+      const Topology slice(TopologyKind::kTorus3d, shape, 0, hosts);
+      const Outcome out = expectSameAsFull(slice, options, overlapping(slice, AllReduceAlgorithm::kHierarchical),
+                                           shapeName(slice) + " x " + std::to_string(hosts) + " hosts");
+      EXPECT_TRUE(out.reduced);
+      EXPECT_EQ(out.simulated_hosts, 1);
+      EXPECT_EQ(out.simulated, slice.dims());  // each host's chips share its NIC: the slice stays whole
+    }
+  }
+}
+
 TEST(IciSymmetry, AsymmetricSlicesAndTrafficRunInFull) {
   SliceNetworkOptions options;
   options.link = testLinks();
@@ -202,8 +225,6 @@ TEST(IciSymmetry, AsymmetricSlicesAndTrafficRunInFull) {
   options.symmetry = false;
   EXPECT_EQ(SliceNetwork(slice, options, {}).fullReason(), "ici.symmetry is off");
   EXPECT_EQ(symmetryObstacle(twisted), "the twisted torus's wraparound shifts z");
-  EXPECT_EQ(symmetryObstacle(Topology(TopologyKind::kTorus3d, {2, 2, 1}, 0, 3)),
-            "the slices share their hosts' DCN links");
 }
 
 }  // namespace
