@@ -1,18 +1,19 @@
-// The weight-stationary array, PE by PE (pe_array.hpp), a row of PEs at a time.
+// The weight-stationary array, PE by PE (pe_array.hpp), a wavefront at a time.
 //
 // Weight stationary: rhs [K, N] tiles shift down the columns into the PEs, lhs
 // [L, K] rows enter the left edge skewed one cycle per row, partial sums flow
-// down and leave the bottom row. Every register is kept where the value in it
-// stays put as the array moves, so a cycle copies nothing:
-//   activations   PE (r, c) holds in cycle t what row r's edge took in t - c
-//                 (row_history.hpp)
-//   partial sums  the sum PE (r, c) passes down in cycle t is the one PE
-//                 (r + 1, c) adds to in t + 1: one register row per diagonal
-//                 t - r, reused every R cycles
-//   weights       each PE's register in use and its shift-chain register
-// In cycle t the PEs of row r working for one fold are a run of columns (every
-// f-th one when vectors enter every f cycles), so their multiply-adds are one
-// loop over contiguous registers (pe_kernels.hpp).
+// down and leave the bottom row. A partial sum moves down one row a cycle, so
+// the sums PE (0, c) starts in cycle e pass PE (r, c) in cycle e + r: the
+// wavefront e. Each cycle runs the controller, the edges, the weight loads and
+// the checks; a wavefront's multiply-adds follow once its last row's cycle has
+// run, all of its PEs at once, row after row, each column's sum in a register
+// (pe_kernels.hpp). Each PE adds what it holds in its own cycle:
+//   activation  PE (r, c) holds in cycle t what row r's edge took in t - c
+//               (row_history.hpp)
+//   weight      a PE in use holds its fold's tile, rhs[row0 + r, col0 + c]
+//               (the checks below make sure it does), read where it lies
+//   sum         the one PE (r - 1, c) passed down in cycle t - 1
+// so every sum is built in the plain stepper's order, bit for bit.
 //
 // The checks of the plain stepper (tests/mxu/reference) that a schedule can
 // break are kept: two vectors entering a row in one cycle; a weight used before
@@ -27,6 +28,7 @@
 #include "sim/mxu/pe_common.hpp"
 #include "sim/mxu/pe_kernels.hpp"
 #include "sim/mxu/row_history.hpp"
+#include "sim/mxu/weight_tiles.hpp"
 
 namespace tpusim::pe {
 
@@ -38,6 +40,16 @@ struct Load {
   int32_t fold = kNone;
   uint64_t start = 0;
 };
+
+constexpr uint64_t kBlock = 32;    // wavefronts whose arithmetic is done together
+constexpr uint64_t kColumns = 32;  // columns summed through a block before the next
+constexpr uint64_t kRows = 32;     // rows summed through a block before the next (partial sums kept)
+
+// A fold's columns lo, lo + f, ..., hi in a wavefront; d is the wavefront less the fold's start.
+struct Run {
+  uint64_t lo, hi, d;
+};
+constexpr uint64_t kAhead = 16;  // vectors ahead to prefetch the operand and output elements of
 
 class WeightStationary {
  public:
@@ -54,10 +66,11 @@ class WeightStationary {
         m_l(shape.m),
         m_f(shape.feed_interval),
         m_last((m_l - 1) * m_f),
-        m_history(m_r, m_c),
-        m_sums(m_r * m_c, 0.0f),
-        m_active(m_r * m_c, 0.0f),
-        m_chain(m_r * m_c, 0.0f),
+        m_history(m_r, m_c, m_r + kBlock),
+        m_runs(kBlock),
+        m_sums(kBlock * m_c, 0.0f),
+        m_zeros(m_c, 0.0f),
+        m_tiles(m_r, m_c),
         m_load(m_c),
         m_previous_load(m_c),
         m_col0_load(m_folds.size(), UINT64_MAX),
@@ -70,21 +83,26 @@ class WeightStationary {
     uint64_t expected = 0;
     for (const Fold& f : m_folds) expected += m_l * f.cols;
     const uint64_t limit = arrayTiming(m_array, m_shape).cycles * 2 + 4 * (m_r + m_c) + 64;
+    uint64_t done = 0;  // wavefronts whose multiply-adds are done
     for (uint64_t t = 0; m_counts.exits < expected; ++t) {
       if (t > limit) hazard(t, 0, 0, "the array did not finish");
       // A fold has left the array once its last vector is past the bottom-right PE.
       while (m_live < m_next && m_start[m_live] + m_last + m_r + m_c - 2 < t) ++m_live;
       control(t);
       feed(t);
-      step(t);
-      finishLoads(t);
+      for (size_t f = m_live; f < m_next; ++f) events(t, f);
+      // Wavefront e has reached the bottom row by the end of cycle e + R - 1.
+      const uint64_t ready = t + 2 > m_r ? t + 2 - m_r : 0;
+      if (ready >= done + kBlock || (m_counts.exits == expected && ready > done)) {
+        wavefronts(done, ready);
+        done = ready;
+      }
     }
     const uint64_t last = m_folds.size() - 1;
     return {finish(m_geometry, m_counts, m_start[last] + m_l * m_f), std::move(m_out)};
   }
 
  private:
-  size_t at(uint64_t r, uint64_t c) const { return static_cast<size_t>(r * m_c + c); }
   // Columns lo, lo + f, ..., hi.
   uint64_t runLength(uint64_t lo, uint64_t hi) const { return m_f == 1 ? hi - lo + 1 : (hi - lo) / m_f + 1; }
 
@@ -100,7 +118,7 @@ class WeightStationary {
 
   // Fold f's vector j enters row r (r < its rows) in cycle start + r + j f.
   void feed(uint64_t t) {
-    m_history.advance();
+    const uint64_t slot = m_history.slot(t);
     bool row0 = false;
     for (size_t f = m_live; f < m_next; ++f) {
       const Fold& fold = m_folds[f];
@@ -116,7 +134,14 @@ class WeightStationary {
       for (uint64_t j = m_f == 1 ? since - r : (since - r) / m_f;; --j) {
         if (m_row_taken[r] == t) hazard(t, r, 0, "two vectors enter the same row");
         m_row_taken[r] = t;
-        m_history.row(r)[0] = lhs == nullptr ? 0.0f : lhs[j * m_shape.k + fold.row0 + r];
+        if (lhs != nullptr) {
+          const float* row = lhs + fold.row0 + r;
+          m_history.enter(r, slot, row[j * m_shape.k]);
+          // Row r reads down a column of lhs, one new cache line every few cycles: fetch ahead.
+          if (j + kAhead < m_l) __builtin_prefetch(row + (j + kAhead) * m_shape.k);
+        } else {
+          m_history.enter(r, slot, 0.0f);
+        }
         row0 = row0 || r == 0;
         if (r + m_f > last_row) break;
         r += m_f;
@@ -125,59 +150,36 @@ class WeightStationary {
     if (row0) m_counts.stream += m_f;
   }
 
-  void step(uint64_t t) {
-    const uint64_t diagonal = t % m_r;  // register row of the partial sums on diagonal t - r
-    for (uint64_t r = 0; r < m_r && r <= t; ++r) {
-      float* sums = m_sums.data() + at(diagonal >= r ? diagonal - r : diagonal + m_r - r, 0);
-      const float* activations = m_history.row(r);
-      for (size_t f = m_live; f < m_next; ++f) {
-        if (t < m_start[f] + r) break;          // not in this row yet, nor any newer fold
-        const uint64_t d = t - m_start[f] - r;  // column c holds vector (d - c) / f
-        if (d > m_last + m_c - 1) continue;     // past this row
-        if (r == 0) trigger(t, f, d);
-        const Fold& fold = m_folds[f];
-        uint64_t lo = d > m_last ? d - m_last : 0;
-        if (m_f > 1) lo += (d - lo) % m_f;
-        const uint64_t hi = std::min(d, fold.cols - 1);
-        if (lo > hi) continue;
-        if (r < fold.rows) addProducts(t, r, f, d, lo, hi, sums, activations);
-        if (r + 1 == m_r) leave(t, fold, d, lo, hi, sums);
-      }
+  // Fold f's events in cycle t, `since` its start: vector 0 reaches PE (r, c)
+  // when r + c = since and vector L - 1 when r + c = since - (L - 1) f.
+  void events(uint64_t t, size_t f) {
+    const Fold& fold = m_folds[f];
+    const uint64_t since = t - m_start[f];
+    trigger(t, f, since);
+    const auto id = static_cast<int32_t>(f);
+    const bool single = !m_array.double_buffered;
+    // The first use of the tile in each PE (double-buffered: it swaps the tile in).
+    const char* what = single ? "its weight is not loaded" : "its next weight is not loaded";
+    forEachPeOnDiagonal(since, fold, [&](uint64_t r, uint64_t c) { checkLoaded(t, r, c, id, what); });
+    if (single && since >= m_last) {  // and, single-buffered, the last
+      forEachPeOnDiagonal(since - m_last, fold, [&](uint64_t r, uint64_t c) { checkLoaded(t, r, c, id, what); });
     }
-  }
-
-  // Row r's PEs in columns lo..hi (every f-th) add their products for fold f.
-  void addProducts(uint64_t t, uint64_t r, size_t f, uint64_t d, uint64_t lo, uint64_t hi, float* sums,
-                   const float* activations) {
-    const auto fold = static_cast<int32_t>(f);
-    if (m_array.double_buffered) {
-      if (d <= hi) {  // vector 0 reaches PE (r, d): it swaps in the loaded tile
-        checkLoaded(t, r, d, fold, "its next weight is not loaded");
-        m_active[at(r, d)] = m_chain[at(r, d)];
-      }
-    } else {
-      if (d <= hi) checkLoaded(t, r, d, fold, "its weight is not loaded");
-      if (d >= m_last && d - m_last >= lo) checkLoaded(t, r, d - m_last, fold, "its weight is not loaded");
-    }
-    const float* weights = (m_array.double_buffered ? m_active : m_chain).data() + at(r, 0);
-    if (r == 0) {
-      pe::multiplyAddToZero(sums, activations, weights, lo, hi, m_f);
-    } else {
-      pe::multiplyAdd(sums, activations, weights, lo, hi, m_f);
-    }
-    m_counts.macs += runLength(lo, hi);
-  }
-
-  // The bottom row's sums leave the array: column c's is out[(d - c) / f, col0 + c].
-  void leave(uint64_t t, const Fold& fold, uint64_t d, uint64_t lo, uint64_t hi, const float* sums) {
-    float* out = m_out.data() + fold.col0;
-    uint64_t j = m_f == 1 ? d - lo : (d - lo) / m_f;
-    for (uint64_t c = lo; c <= hi; c += m_f, --j) {
-      float& o = out[j * m_shape.n + c];
-      o = o + sums[c];
-    }
+    if (since < m_r - 1) return;  // the bottom row's sums leave the array
+    const uint64_t d = since - (m_r - 1);
+    uint64_t lo = d > m_last ? d - m_last : 0;
+    if (m_f > 1) lo += (d - lo) % m_f;
+    const uint64_t hi = std::min(d, fold.cols - 1);
+    if (lo > hi) return;
     m_counts.exits += runLength(lo, hi);
     m_counts.last_exit = t;
+  }
+
+  // The PEs (r, c) of the fold's tile with r + c = diagonal.
+  template <typename Visit>
+  static void forEachPeOnDiagonal(uint64_t diagonal, const Fold& fold, Visit visit) {
+    const uint64_t first = diagonal >= fold.cols ? diagonal - (fold.cols - 1) : 0;
+    const uint64_t last = std::min(diagonal, fold.rows - 1);
+    for (uint64_t r = first; r <= last; ++r) visit(r, diagonal - r);
   }
 
   // PE (r, c)'s weight registers hold fold's tile, finished, as of the end of
@@ -198,26 +200,78 @@ class WeightStationary {
 
   // The top PE of column c starts the next tile's load: as the fold's first
   // vector passes (double-buffered) or after its last one (single-buffered).
-  // In row 0, vector 0 is in column d and vector L - 1 in column d - (L - 1) f.
-  void trigger(uint64_t t, size_t f, uint64_t d) {
+  // In row 0, vector 0 is in column `since` and vector L - 1 in since - (L - 1) f.
+  void trigger(uint64_t t, size_t f, uint64_t since) {
     const size_t next = f + 1;
     if (next >= m_folds.size()) return;
-    const uint64_t c = m_array.double_buffered ? d : d - m_last;
-    if (d < (m_array.double_buffered ? 0 : m_last) || c >= m_c || c >= m_folds[next].cols) return;
-    startLoad(c, static_cast<int32_t>(next), m_array.double_buffered ? t : t + 1, t);
+    const bool single = !m_array.double_buffered;
+    if (single && since < m_last) return;
+    const uint64_t c = single ? since - m_last : since;
+    if (c >= m_c || c >= m_folds[next].cols) return;
+    startLoad(c, static_cast<int32_t>(next), single ? t + 1 : t, t);
   }
 
-  // A column's load finishes in cycle start + R - 1: its chain then holds the
-  // tile, row r's weight in row r (zero below a short K block).
-  void finishLoads(uint64_t t) {
-    for (uint64_t c = 0; c < m_c; ++c) {
-      const Load& load = m_load[c];
-      if (load.fold == kNone || load.start + m_r - 1 != t) continue;
-      const Fold& fold = m_folds[static_cast<size_t>(load.fold)];
-      const float* rhs = m_passes.empty() ? nullptr : m_passes[fold.pass].rhs.data();
-      for (uint64_t r = 0; r < m_r; ++r) {
-        m_chain[at(r, c)] = rhs != nullptr && r < fold.rows ? rhs[(fold.row0 + r) * m_shape.n + fold.col0 + c] : 0.0f;
+  // The multiply-adds of wavefronts [e0, e1): each fold's run of columns in
+  // each wavefront summed down its rows, kColumns x kRows PEs at a time through
+  // all the wavefronts, so that those PEs' weights and activations stay in the
+  // cache; each sum still adds row after row.
+  void wavefronts(uint64_t e0, uint64_t e1) {
+    while (m_done_first < m_next && m_start[m_done_first] + m_last + m_c - 1 < e0) ++m_done_first;
+    const bool zeros = m_passes.empty();
+    for (size_t f = m_done_first; f < m_next && m_start[f] < e1; ++f) {
+      const Fold& fold = m_folds[f];
+      bool any = false;
+      for (uint64_t e = e0; e < e1; ++e) any = run(e, f, m_runs[e - e0]) || any;
+      if (!any) continue;
+      const float* weights =
+          zeros ? m_zeros.data()
+                : m_tiles.tile(static_cast<int32_t>(f), fold, m_passes[fold.pass].rhs.data(), m_shape.n);
+      const uint64_t weight_step = zeros ? 0 : m_tiles.stride();
+      const uint64_t width = m_f == 1 ? kColumns : m_c;  // a strided run is summed whole
+      for (uint64_t c0 = 0; c0 < fold.cols; c0 += width) {
+        for (uint64_t r0 = 0; r0 < fold.rows; r0 += kRows) {
+          const uint64_t rows = std::min(kRows, fold.rows - r0);
+          uint64_t slot = m_history.slot(e0);
+          for (uint64_t e = e0; e < e1; ++e, slot = m_history.next(slot)) {
+            const Run& run = m_runs[e - e0];
+            const uint64_t lo = std::max(run.lo, c0), hi = std::min(run.hi, c0 + width - 1);
+            if (run.lo > run.hi || lo > hi) continue;
+            sumDown(m_history.wavefront(slot) + r0 * m_history.stride(), m_history.stride(), weights + r0 * weight_step,
+                    weight_step, rows, lo, hi, m_f, r0 > 0, m_sums.data() + (e - e0) * m_c);
+          }
+        }
       }
+      for (uint64_t e = e0; e < e1; ++e) {
+        const Run& run = m_runs[e - e0];
+        if (run.lo > run.hi) continue;
+        m_counts.macs += fold.rows * runLength(run.lo, run.hi);
+        leave(fold, run, m_sums.data() + (e - e0) * m_c);
+      }
+    }
+  }
+
+  // Fold f's columns in wavefront e: column c holds vector (d - c) / f, d = e - start.
+  bool run(uint64_t e, size_t f, Run& run) const {
+    run = Run{1, 0, 0};
+    if (e < m_start[f]) return false;
+    const uint64_t d = e - m_start[f];
+    uint64_t lo = d > m_last ? d - m_last : 0;
+    if (m_f > 1) lo += (d - lo) % m_f;
+    const uint64_t hi = std::min(d, m_folds[f].cols - 1);
+    if (lo > hi) return false;
+    run = Run{lo, hi, d};
+    return true;
+  }
+
+  // The bottom row's sums leave the array: column c's is out[(d - c) / f, col0 + c].
+  void leave(const Fold& fold, const Run& run, const float* sums) {
+    float* out = m_out.data() + fold.col0;
+    uint64_t j = m_f == 1 ? run.d - run.lo : (run.d - run.lo) / m_f;
+    for (uint64_t c = run.lo; c <= run.hi; c += m_f, --j) {
+      float& o = out[j * m_shape.n + c];
+      o = o + sums[c];
+      // Column c writes down a column of out: fetch the element it adds to kAhead vectors on.
+      __builtin_prefetch(&o + kAhead * m_shape.n, 1);
     }
   }
 
@@ -231,9 +285,10 @@ class WeightStationary {
   uint64_t m_f;                       // the feed interval: a vector enters every m_f cycles
   uint64_t m_last;                    // (L - 1) f: when a fold's last vector enters, after its first
   RowHistory m_history;               // activations
-  std::vector<float> m_sums;          // partial sums: R register rows, one per diagonal t - r (mod R)
-  std::vector<float> m_active;        // the weights in use (double-buffered)
-  std::vector<float> m_chain;         // the weight shift chain: the spare registers, or the only ones
+  std::vector<Run> m_runs;            // per wavefront in the block: the fold's columns
+  std::vector<float> m_sums;          // per wavefront in the block: its sums as they leave the bottom row
+  std::vector<float> m_zeros;         // the weights when timing zeros
+  WeightTiles m_tiles;                // the weights otherwise
   std::vector<Load> m_load;           // per column: the latest load
   std::vector<Load> m_previous_load;  // and the one before it
   std::vector<uint64_t> m_col0_load;  // per fold: when column 0 starts loading it
@@ -241,6 +296,7 @@ class WeightStationary {
   std::vector<uint64_t> m_row_taken;  // per row: the last cycle it took a vector
   size_t m_next = 0;                  // the next fold to start
   size_t m_live = 0;                  // the oldest fold still in the array
+  size_t m_done_first = 0;            // the oldest fold in the next wavefront to sum
   std::vector<float> m_out;
   Counts m_counts;
 };

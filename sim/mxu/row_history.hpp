@@ -1,43 +1,57 @@
 // What each row of the PE array took at its left edge, cycle by cycle, laid
-// out for the PE-by-PE engines (pe_array.hpp): a value entering row r moves one
+// out for the PE-by-PE engines (pe_array.hpp). A value entering row r moves one
 // PE right per cycle, so in cycle t PE (r, c) holds what the edge took in cycle
-// t - c, and row(r)[c] is that entry. Moving every register of the row right is
-// one pointer step; entering a value is one store, at row(r)[0].
+// t - c. Moving every register right costs nothing; entering a value is one
+// store (two near the wrap).
+//
+// Reads go by wavefront: the PEs (r, c) in cycles e + r, for all r, hold
+//   wavefront(slot(e))[r * stride() + c]
+// (row r is stored skewed by r so that a wavefront is one pointer and a stride).
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#include "sim/mxu/pe_kernels.hpp"
 
 namespace tpusim::pe {
 
 class RowHistory {
  public:
-  // `width` PEs per row; the slack between copies is a few rows' worth.
-  RowHistory(uint64_t rows, uint64_t width)
-      : m_rows(rows), m_width(width), m_slack(3 * width + 64), m_data(rows * (width + m_slack), 0.0f) {}
+  // `width` PEs per row; the entries of the last `cycles` cycles (at least the
+  // width plus the rows) stay readable.
+  RowHistory(uint64_t rows, uint64_t width, uint64_t cycles)
+      : m_width(width),
+        m_period(cycles + width),
+        m_stride(paddedStride(m_period + width)),
+        m_data(rows * m_stride, 0.0f) {}
 
-  // Starts the next cycle: what row(r)[c] held is now at row(r)[c + 1], and
-  // row(r)[0] is the new cycle's entry (left as it was until written; PEs the
-  // engine finds no operand for are never read).
-  void advance() {
-    if (m_base == 0) {  // keep the entries still inside the row: the newest width - 1
-      const uint64_t span = m_width + m_slack;
-      for (uint64_t r = 0; r < m_rows; ++r) {
-        float* row = m_data.data() + r * span;
-        std::copy_backward(row, row + m_width - 1, row + m_slack + m_width);
-      }
-      m_base = m_slack + 1;
-    }
-    --m_base;
+  // Where cycle t sits: newer cycles lower, so a row reads forwards.
+  uint64_t slot(uint64_t t) const {
+    const uint64_t m = t % m_period;
+    return m == 0 ? 0 : m_period - m;
+  }
+  // The slot of the cycle after the one at `slot`.
+  uint64_t next(uint64_t slot) const { return slot == 0 ? m_period - 1 : slot - 1; }
+
+  // Row r's edge takes v in the cycle at `slot`. The first width positions are
+  // also written past the end, so that a read never wraps.
+  void enter(uint64_t r, uint64_t slot, float v) {
+    uint64_t at = slot + r;  // r < rows <= period
+    if (at >= m_period) at -= m_period;
+    float* row = m_data.data() + r * m_stride;
+    row[at] = v;
+    if (at < m_width) row[at + m_period] = v;
   }
 
-  float* row(uint64_t r) { return m_data.data() + r * (m_width + m_slack) + m_base; }
+  // Wavefront e, row 0, as above. Entries no value entered at are stale: the
+  // engines read only PEs they know hold a value.
+  const float* wavefront(uint64_t slot) const { return m_data.data() + slot; }
+  uint64_t stride() const { return m_stride; }
 
  private:
-  uint64_t m_rows, m_width, m_slack;
-  std::vector<float> m_data;  // rows x (width + slack): row r's entries from m_base on, newest first
-  uint64_t m_base = 0;
+  uint64_t m_width, m_period, m_stride;
+  std::vector<float> m_data;  // rows x (period + width)
 };
 
 }  // namespace tpusim::pe
