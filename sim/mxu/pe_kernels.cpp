@@ -7,43 +7,45 @@ namespace tpusim::pe {
 
 namespace {
 
-// Eight floats, loaded and stored unaligned (GCC's vector extension: plain
-// element-wise float arithmetic, two SSE halves where the CPU has no AVX).
-using Vec = float __attribute__((vector_size(32)));
+// Eight floats at any float's alignment (GCC's vector extension: plain
+// element-wise float arithmetic, two SSE halves where the CPU has no AVX; a
+// vector of floats may alias floats).
+using Vec = float __attribute__((vector_size(32), aligned(4)));
 constexpr uint64_t kLanes = 8;
 constexpr uint64_t kChunk = 4 * kLanes;  // columns whose sums stay in registers down the rows
 
-inline Vec load(const float* p) {
-  Vec v;
-  __builtin_memcpy(&v, p, sizeof v);
-  return v;
+inline const Vec* vectors(const float* p) {
+  return reinterpret_cast<const Vec*>(p);
+}
+inline Vec* vectors(float* p) {
+  return reinterpret_cast<Vec*>(p);
 }
 
-inline void store(float* p, Vec v) {
-  __builtin_memcpy(p, &v, sizeof v);
-}
-
-// kChunk adjacent columns from `c`, every row, the sums in registers.
+// kChunk adjacent columns, every row, the sums in registers.
 __attribute__((target_clones("avx2", "default"))) void sumChunk(const float* a, uint64_t a_step, const float* w,
                                                                 uint64_t w_step, uint64_t rows, bool more,
                                                                 float* sums) {
   const Vec zero = {};
-  Vec s0 = (more ? load(sums) : zero) + load(a) * load(w);
-  Vec s1 = (more ? load(sums + kLanes) : zero) + load(a + kLanes) * load(w + kLanes);
-  Vec s2 = (more ? load(sums + 2 * kLanes) : zero) + load(a + 2 * kLanes) * load(w + 2 * kLanes);
-  Vec s3 = (more ? load(sums + 3 * kLanes) : zero) + load(a + 3 * kLanes) * load(w + 3 * kLanes);
+  const Vec* in = vectors(sums);
+  const Vec* x = vectors(a);
+  const Vec* y = vectors(w);
+  Vec s0 = (more ? in[0] : zero) + x[0] * y[0];
+  Vec s1 = (more ? in[1] : zero) + x[1] * y[1];
+  Vec s2 = (more ? in[2] : zero) + x[2] * y[2];
+  Vec s3 = (more ? in[3] : zero) + x[3] * y[3];
   for (uint64_t r = 1; r < rows; ++r) {
-    a += a_step;
-    w += w_step;
-    s0 = s0 + load(a) * load(w);
-    s1 = s1 + load(a + kLanes) * load(w + kLanes);
-    s2 = s2 + load(a + 2 * kLanes) * load(w + 2 * kLanes);
-    s3 = s3 + load(a + 3 * kLanes) * load(w + 3 * kLanes);
+    x = vectors(a += a_step);
+    y = vectors(w += w_step);
+    s0 = s0 + x[0] * y[0];
+    s1 = s1 + x[1] * y[1];
+    s2 = s2 + x[2] * y[2];
+    s3 = s3 + x[3] * y[3];
   }
-  store(sums, s0);
-  store(sums + kLanes, s1);
-  store(sums + 2 * kLanes, s2);
-  store(sums + 3 * kLanes, s3);
+  Vec* out = vectors(sums);
+  out[0] = s0;
+  out[1] = s1;
+  out[2] = s2;
+  out[3] = s3;
 }
 
 // kLanes adjacent columns.
@@ -51,13 +53,9 @@ __attribute__((target_clones("avx2", "default"))) void sumLanes(const float* a, 
                                                                 uint64_t w_step, uint64_t rows, bool more,
                                                                 float* sums) {
   const Vec zero = {};
-  Vec s = (more ? load(sums) : zero) + load(a) * load(w);
-  for (uint64_t r = 1; r < rows; ++r) {
-    a += a_step;
-    w += w_step;
-    s = s + load(a) * load(w);
-  }
-  store(sums, s);
+  Vec s = (more ? *vectors(sums) : zero) + *vectors(a) * *vectors(w);
+  for (uint64_t r = 1; r < rows; ++r) s = s + *vectors(a += a_step) * *vectors(w += w_step);
+  *vectors(sums) = s;
 }
 
 }  // namespace

@@ -49,7 +49,6 @@ constexpr uint64_t kRows = 32;     // rows summed through a block before the nex
 struct Run {
   uint64_t lo, hi, d;
 };
-constexpr uint64_t kAhead = 16;  // vectors ahead to prefetch the operand and output elements of
 
 class WeightStationary {
  public:
@@ -75,7 +74,6 @@ class WeightStationary {
         m_previous_load(m_c),
         m_col0_load(m_folds.size(), UINT64_MAX),
         m_start(m_folds.size(), 0),
-        m_row_taken(m_r, UINT64_MAX),
         m_out(shape.m * shape.n, 0.0f) {}
 
   PeArrayRun run() {
@@ -83,7 +81,8 @@ class WeightStationary {
     uint64_t expected = 0;
     for (const Fold& f : m_folds) expected += m_l * f.cols;
     const uint64_t limit = arrayTiming(m_array, m_shape).cycles * 2 + 4 * (m_r + m_c) + 64;
-    uint64_t done = 0;  // wavefronts whose multiply-adds are done
+    uint64_t done = 0;    // wavefronts whose multiply-adds are done
+    uint64_t filled = 0;  // cycles whose edge values are in the history
     for (uint64_t t = 0; m_counts.exits < expected; ++t) {
       if (t > limit) hazard(t, 0, 0, "the array did not finish");
       // A fold has left the array once its last vector is past the bottom-right PE.
@@ -94,6 +93,8 @@ class WeightStationary {
       // Wavefront e has reached the bottom row by the end of cycle e + R - 1.
       const uint64_t ready = t + 2 > m_r ? t + 2 - m_r : 0;
       if (ready >= done + kBlock || (m_counts.exits == expected && ready > done)) {
+        fill(filled, t + 1);
+        filled = t + 1;
         wavefronts(done, ready);
         done = ready;
       }
@@ -116,38 +117,39 @@ class WeightStationary {
     m_start[m_next++] = t;
   }
 
-  // Fold f's vector j enters row r (r < its rows) in cycle start + r + j f.
+  // The edge in cycle t: the port is the next fold's once the last fold's
+  // vectors have all entered row 0 (otherwise two would enter a row in one
+  // cycle, or the folds' vectors would interleave, which the plain stepper
+  // finds as a weight hazard in PE (0, 0)).
   void feed(uint64_t t) {
-    const uint64_t slot = m_history.slot(t);
     bool row0 = false;
     for (size_t f = m_live; f < m_next; ++f) {
-      const Fold& fold = m_folds[f];
-      const uint64_t since = t - m_start[f];  // = r + j f for the rows taking a vector
-      if (since == 0 && f > 0 && m_start[f - 1] + m_last > t) {
-        hazard(t, 0, 0, "two folds' vectors interleave in the row");
+      const uint64_t since = t - m_start[f];  // vector j enters row r in cycle start + r + j f
+      if (since == 0 && f > 0 && m_start[f - 1] + m_last >= t) {
+        hazard(t, 0, 0, "two folds' vectors enter the row together");
       }
-      uint64_t r = since > m_last ? since - m_last : 0;
-      if (m_f > 1) r += (since - r) % m_f;
-      const uint64_t last_row = std::min(since, fold.rows - 1);
-      if (r > last_row) continue;
-      const float* lhs = m_passes.empty() ? nullptr : m_passes[fold.pass].lhs.data();
-      for (uint64_t j = m_f == 1 ? since - r : (since - r) / m_f;; --j) {
-        if (m_row_taken[r] == t) hazard(t, r, 0, "two vectors enter the same row");
-        m_row_taken[r] = t;
-        if (lhs != nullptr) {
-          const float* row = lhs + fold.row0 + r;
-          m_history.enter(r, slot, row[j * m_shape.k]);
-          // Row r reads down a column of lhs, one new cache line every few cycles: fetch ahead.
-          if (j + kAhead < m_l) __builtin_prefetch(row + (j + kAhead) * m_shape.k);
-        } else {
-          m_history.enter(r, slot, 0.0f);
-        }
-        row0 = row0 || r == 0;
-        if (r + m_f > last_row) break;
-        r += m_f;
-      }
+      row0 = row0 || (since <= m_last && (m_f == 1 || since % m_f == 0));
     }
     if (row0) m_counts.stream += m_f;
+  }
+
+  // The values the edge took in cycles [from, to): fold f's vector j enters
+  // rows 0.. in cycles start + j f + r, read from lhs row j at once.
+  void fill(uint64_t from, uint64_t to) {
+    if (m_passes.empty()) return;  // the history holds zeros
+    while (m_fill_first < m_next && m_start[m_fill_first] + m_last + m_r - 1 < from) ++m_fill_first;
+    for (size_t f = m_fill_first; f < m_next && m_start[f] < to; ++f) {
+      const Fold& fold = m_folds[f];
+      const uint64_t s = m_start[f];
+      const float* lhs = m_passes[fold.pass].lhs.data() + fold.row0;
+      const uint64_t oldest = from > s + fold.rows - 1 ? from - s - (fold.rows - 1) : 0;  // the first vector's
+      for (uint64_t j = (oldest + m_f - 1) / m_f; j < m_l && s + j * m_f < to; ++j) {
+        const uint64_t t = s + j * m_f;  // row r takes it in cycle t + r
+        const uint64_t first = from > t ? from - t : 0;
+        const uint64_t last = std::min(fold.rows - 1, to - 1 - t);
+        m_history.enterVector(m_history.slot(t), first, last, lhs + j * m_shape.k);
+      }
+    }
   }
 
   // Fold f's events in cycle t, `since` its start: vector 0 reaches PE (r, c)
@@ -245,8 +247,9 @@ class WeightStationary {
         const Run& run = m_runs[e - e0];
         if (run.lo > run.hi) continue;
         m_counts.macs += fold.rows * runLength(run.lo, run.hi);
-        leave(fold, run, m_sums.data() + (e - e0) * m_c);
+        if (m_f > 1) leave(fold, run, m_sums.data() + (e - e0) * m_c);
       }
+      if (m_f == 1) leave(fold, m_start[f], e0, e1);
     }
   }
 
@@ -263,15 +266,27 @@ class WeightStationary {
     return true;
   }
 
-  // The bottom row's sums leave the array: column c's is out[(d - c) / f, col0 + c].
+  // The bottom row's sums leave the array: in wavefront start + d, column c's
+  // is added to out[(d - c) / f, col0 + c].
   void leave(const Fold& fold, const Run& run, const float* sums) {
     float* out = m_out.data() + fold.col0;
     uint64_t j = m_f == 1 ? run.d - run.lo : (run.d - run.lo) / m_f;
     for (uint64_t c = run.lo; c <= run.hi; c += m_f, --j) {
       float& o = out[j * m_shape.n + c];
       o = o + sums[c];
-      // Column c writes down a column of out: fetch the element it adds to kAhead vectors on.
-      __builtin_prefetch(&o + kAhead * m_shape.n, 1);
+    }
+  }
+
+  // The same for a whole block of wavefronts [e0, e1) of one fold (a vector
+  // every cycle), row of out by row of out: out[m, col0 + c] takes the sum of
+  // wavefront start + m + c. Each element takes one sum per fold either way.
+  void leave(const Fold& fold, uint64_t start, uint64_t e0, uint64_t e1) {
+    const uint64_t d0 = std::max(e0, start) - start, d1 = e1 - 1 - start;  // the block's d range
+    for (uint64_t m = d0 >= fold.cols ? d0 - (fold.cols - 1) : 0; m <= std::min(d1, m_l - 1); ++m) {
+      float* out = m_out.data() + m * m_shape.n + fold.col0;
+      const float* sums = m_sums.data() + (start + m - e0) * m_c;  // + c (m_c + 1) for column c
+      const uint64_t last = std::min(fold.cols - 1, d1 - m);
+      for (uint64_t c = d0 > m ? d0 - m : 0; c <= last; ++c) out[c] = out[c] + sums[c * (m_c + 1)];
     }
   }
 
@@ -293,9 +308,9 @@ class WeightStationary {
   std::vector<Load> m_previous_load;  // and the one before it
   std::vector<uint64_t> m_col0_load;  // per fold: when column 0 starts loading it
   std::vector<uint64_t> m_start;      // per fold: when its first vector enters row 0
-  std::vector<uint64_t> m_row_taken;  // per row: the last cycle it took a vector
   size_t m_next = 0;                  // the next fold to start
   size_t m_live = 0;                  // the oldest fold still in the array
+  size_t m_fill_first = 0;            // the oldest fold whose vectors may still be entering
   size_t m_done_first = 0;            // the oldest fold in the next wavefront to sum
   std::vector<float> m_out;
   Counts m_counts;

@@ -4,9 +4,10 @@
 // t - c. Moving every register right costs nothing; entering a value is one
 // store (two near the wrap).
 //
-// Reads go by wavefront: the PEs (r, c) in cycles e + r, for all r, hold
-//   wavefront(slot(e))[r * stride() + c]
-// (row r is stored skewed by r so that a wavefront is one pointer and a stride).
+// Row r is stored skewed by r, so that what moves together is one column:
+// reads go by wavefront, the PEs (r, c) in cycles e + r, for all r, holding
+//   wavefront(slot(e))[r * stride() + c],
+// and writes by vector, element r entering row r in cycle t + r.
 #pragma once
 
 #include <cstdint>
@@ -34,14 +35,15 @@ class RowHistory {
   // The slot of the cycle after the one at `slot`.
   uint64_t next(uint64_t slot) const { return slot == 0 ? m_period - 1 : slot - 1; }
 
-  // Row r's edge takes v in the cycle at `slot`. The first width positions are
-  // also written past the end, so that a read never wraps.
-  void enter(uint64_t r, uint64_t slot, float v) {
-    uint64_t at = slot + r;  // r < rows <= period
-    if (at >= m_period) at -= m_period;
-    float* row = m_data.data() + r * m_stride;
-    row[at] = v;
-    if (at < m_width) row[at + m_period] = v;
+  // A vector entering rows first..last, element r (values[r]) into row r in
+  // cycle t + r, slot = slot(t): with row r skewed by r, one stored column. The
+  // first width columns are also written past the end, so a read never wraps.
+  void enterVector(uint64_t slot, uint64_t first, uint64_t last, const float* values) {
+    float* at = m_data.data() + slot;
+    for (uint64_t r = first; r <= last; ++r) at[r * m_stride] = values[r];
+    if (slot >= m_width) return;
+    at += m_period;
+    for (uint64_t r = first; r <= last; ++r) at[r * m_stride] = values[r];
   }
 
   // Wavefront e, row 0, as above. Entries no value entered at are stale: the
