@@ -119,6 +119,21 @@ TEST(PeEngine, FindsAHazardExactlyWhenThePlainStepperDoes) {
   }
 }
 
+// Mid-sized arrays, where the engines' blocks of wavefronts, columns and rows
+// (32 each in the weight-stationary engine) split runs at every place.
+TEST(PeEngine, MatchesThePlainStepperOnRandomMidSizedCases) {
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<uint64_t> edge(20, 80), dim(1, 150), feed(1, 3), coin(0, 1);
+  std::uniform_int_distribution<int> flow(0, 2), kind(0, 1);
+  for (int i = 0; i < 24; ++i) {
+    const ArrayConfig a{edge(rng), edge(rng), kDataflows[flow(rng)], coin(rng) == 1};
+    const uint64_t interval = coin(rng) == 1 ? 1 : feed(rng);
+    const MatmulShape s{dim(rng), dim(rng), dim(rng), 1 + coin(rng), interval};
+    expectSameRun(a, s, randomOperands(s, static_cast<Kind>(kind(rng)), rng), 0);
+    if (HasFatalFailure()) return;
+  }
+}
+
 // TPU-sized and odd-sized arrays, a few shapes each.
 TEST(PeEngine, MatchesThePlainStepperOnLargerArrays) {
   std::mt19937 rng(32);
