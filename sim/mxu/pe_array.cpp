@@ -5,8 +5,10 @@
 
 namespace tpusim {
 
-PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
-                           uint64_t early_start) {
+namespace pe {
+
+PeArrayRun runOn(const Engines& engines, const ArrayConfig& array, const MatmulShape& shape,
+                 const std::vector<PassOperands>& passes, uint64_t early_start) {
   checkArray(array);
   checkShape(shape);
   checkFeed(array, shape);
@@ -19,8 +21,8 @@ PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, c
     }
   }
   switch (array.dataflow) {
-    case Dataflow::kWeightStationary: return pe::weightStationary(array, shape, passes, early_start);
-    case Dataflow::kOutputStationary: return pe::outputStationary(array, shape, passes, early_start);
+    case Dataflow::kWeightStationary: return engines.weight_stationary(array, shape, passes, early_start);
+    case Dataflow::kOutputStationary: return engines.output_stationary(array, shape, passes, early_start);
     case Dataflow::kInputStationary: break;
   }
   // Input stationary is the weight-stationary array fed with the roles swapped:
@@ -40,13 +42,20 @@ PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, c
   for (size_t i = 0; i < passes.size(); ++i) transposed.push_back({storage[2 * i], storage[2 * i + 1]});
   ArrayConfig ws = array;
   ws.dataflow = Dataflow::kWeightStationary;
-  PeArrayRun run = pe::weightStationary(ws, swapped, transposed, early_start);
+  PeArrayRun run = engines.weight_stationary(ws, swapped, transposed, early_start);
   std::vector<float> out(shape.m * shape.n);
   for (uint64_t n = 0; n < shape.n; ++n) {
     for (uint64_t m = 0; m < shape.m; ++m) out[m * shape.n + n] = run.out[n * shape.m + m];
   }
   run.out = std::move(out);
   return run;
+}
+
+}  // namespace pe
+
+PeArrayRun simulatePeArray(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
+                           uint64_t early_start) {
+  return pe::runOn({pe::weightStationary, pe::outputStationary}, array, shape, passes, early_start);
 }
 
 }  // namespace tpusim

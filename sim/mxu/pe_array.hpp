@@ -19,6 +19,11 @@
 // Values are float; the order in which each PE adds is the MXU's
 // accumulation order (sim/common/matmul_numerics.hpp), so the outputs also
 // check that library bit for bit.
+//
+// The weight-stationary engine (also input stationary) does a wavefront of PEs
+// at once (pe_weight_stationary.cpp, docs/mxu.md); tests/mxu/reference keeps
+// the plain one-PE-at-a-time stepper that it must match in every cycle count,
+// output bit and hazard.
 #pragma once
 
 #include <cstdint>

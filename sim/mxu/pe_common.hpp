@@ -90,4 +90,16 @@ PeArrayRun weightStationary(const ArrayConfig& array, const MatmulShape& shape, 
 PeArrayRun outputStationary(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
                             uint64_t early);
 
+// A stepper for each dataflow the array runs natively (input stationary runs on the weight-stationary one).
+struct Engines {
+  using Engine = PeArrayRun (*)(const ArrayConfig&, const MatmulShape&, const std::vector<PassOperands>&, uint64_t);
+  Engine weight_stationary;
+  Engine output_stationary;
+};
+
+// simulatePeArray on the given engines: checks the arguments, then runs the
+// array's dataflow (input stationary as weight stationary on the transposed problem).
+PeArrayRun runOn(const Engines& engines, const ArrayConfig& array, const MatmulShape& shape,
+                 const std::vector<PassOperands>& passes, uint64_t early_start);
+
 }  // namespace tpusim::pe

@@ -1,0 +1,12 @@
+#include "tests/mxu/reference/reference_pe_array.hpp"
+
+#include "tests/mxu/reference/reference_common.hpp"
+
+namespace tpusim {
+
+PeArrayRun referencePeArray(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
+                            uint64_t early_start) {
+  return pe::runOn({pe_reference::weightStationary, pe_reference::outputStationary}, array, shape, passes, early_start);
+}
+
+}  // namespace tpusim
