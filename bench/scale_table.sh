@@ -31,7 +31,7 @@ command_of() {
 # The two model rows: Google Benchmark's own median per iteration.
 benchmark_of() {
   case "$1" in
-    pe_by_pe) echo "$build/bench/mxu_bench BM_PeByPeGemm2048x8192x2048" ;;
+    pe_by_pe) echo "$build/bench/mxu_bench BM_PeByPeGemmZeros/2048/8192/2048" ;;
     ici_4096) echo "$build/bench/ici_bench BM_TorusAllReduce64MiB/16" ;;
   esac
 }
