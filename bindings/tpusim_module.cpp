@@ -250,7 +250,7 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
                           std::optional<std::vector<int64_t>> micro_batches,
                           std::optional<std::vector<std::string>> pipeline_schedules, int64_t max_plans,
                           std::optional<py::dict> overrides, std::optional<std::string> out,
-                          std::optional<py::object> progress, const py::kwargs& training) {
+                          std::optional<py::object> progress, int jobs, const py::kwargs& training) {
   tpusim::AutoDistributeRequest request;
   request.base = modelRequest(path, hw, std::nullopt, batch, overrides, training);
   if (!request.base.topology.empty()) {
@@ -274,7 +274,8 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
   tpusim::AutoDistributeResult result;
   {
     py::gil_scoped_release release;
-    result = tpusim::autoDistribute(request, tpusim::simulatingEvaluator(), report_progress);
+    result = *tpusim::autoDistributeOn(tpusim::LocalCaseRunner(jobs), request, tpusim::simulatingEvaluator(),
+                                       report_progress);
     if (out) tpusim::writeAutoDistributeFiles(result, *out);
   }
   return jsonToPython(tpusim::autoDistributeJson(result)["plans"]);
@@ -480,12 +481,14 @@ PYBIND11_MODULE(_core, m) {
         py::arg("pp_degrees") = py::none(), py::arg("micro_batches") = py::none(),
         py::arg("pipeline_schedules") = py::none(), py::arg("max_plans") = tpusim::AutoDistributeRequest{}.max_plans,
         py::arg("overrides") = py::none(), py::arg("out") = py::none(), py::arg("progress") = py::none(),
+        py::arg("jobs") = 1,
         "Search the data/tensor/pipeline-parallel degrees, micro-batches, remat and precision of a training step on "
         "the slice `topology` by simulation, as tpusim autodistribute; returns the ranked plans of "
         "autodistribute.json (written with its CSV to directory `out` when given). batch is the global batch; "
         "pp_degrees (default the chips' divisors up to 8), micro_batches (default 2, 4, 8) and pipeline_schedules "
         "(default 1f1b) the pipeline values searched; a space of more than max_plans plans is an error; "
-        "progress(label, index, total) is called after each plan. Takes run()'s training keyword arguments (not "
+        "progress(label, index, total) is called after each plan; jobs: worker processes evaluating the plans (the "
+        "result does not depend on it). Takes run()'s training keyword arguments (not "
         "remat, precision, micro_batches or pipeline_schedule).");
   m.def("sweep_spec", &sweepSpec, py::arg("spec"), py::arg("jobs") = 1, py::arg("out") = py::none(),
         py::arg("reports") = false, py::arg("progress") = py::none(),

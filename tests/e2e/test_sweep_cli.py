@@ -37,6 +37,9 @@ def mpi_env():
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # Containers often forbid the cross-process memory reads of OpenMPI's shared-memory single
+    # copy (CMA needs ptrace rights); copying through the shared segment works everywhere.
+    env.setdefault("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
     return env
 
 

@@ -68,6 +68,7 @@ def autodistribute(
     overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
     out: Optional[str] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
+    jobs: int = 1,
     **training: Any,
 ) -> List[Dict[str, Any]]:
     """Search dp/tp/pp degrees, micro-batches, remat and precision on `topology` by simulation (tpusim
