@@ -1,6 +1,7 @@
 #include "api/auto_distribute.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -299,6 +300,36 @@ void evaluate(Candidate& candidate, const PlanEvaluator& evaluator, const Hardwa
   }
 }
 
+// What evaluate() found of a plan, as text that crosses processes unchanged: the doubles
+// as their bits, so that the gathered plan is the evaluated one to the last bit.
+std::string outcomeText(const PlanResult& plan) {
+  nlohmann::json json;
+  const auto bits = [](double value) { return std::bit_cast<uint64_t>(value); };
+  json["status"] = static_cast<int>(plan.status);
+  json["reason"] = plan.reason;
+  json["hbm_peak_bytes"] = plan.hbm_peak_bytes ? nlohmann::json(*plan.hbm_peak_bytes) : nlohmann::json();
+  json["step_cycles"] = plan.step_cycles ? nlohmann::json(*plan.step_cycles) : nlohmann::json();
+  json["step_time_s"] = bits(plan.step_time_s);
+  json["mxu_utilization"] = bits(plan.mxu_utilization);
+  json["pipeline_bubble"] = plan.pipeline_bubble ? nlohmann::json(bits(*plan.pipeline_bubble)) : nlohmann::json();
+  return json.dump();
+}
+
+void readOutcome(const std::string& text, PlanResult& plan) {
+  const nlohmann::json json = nlohmann::json::parse(text);
+  const auto real = [](const nlohmann::json& bits) { return std::bit_cast<double>(bits.get<uint64_t>()); };
+  plan.status = static_cast<PlanStatus>(json.at("status").get<int>());
+  plan.reason = json.at("reason").get<std::string>();
+  const nlohmann::json& peak = json.at("hbm_peak_bytes");
+  plan.hbm_peak_bytes = peak.is_null() ? std::nullopt : std::optional<uint64_t>(peak.get<uint64_t>());
+  const nlohmann::json& cycles = json.at("step_cycles");
+  plan.step_cycles = cycles.is_null() ? std::nullopt : std::optional<uint64_t>(cycles.get<uint64_t>());
+  plan.step_time_s = real(json.at("step_time_s"));
+  plan.mxu_utilization = real(json.at("mxu_utilization"));
+  const nlohmann::json& bubble = json.at("pipeline_bubble");
+  plan.pipeline_bubble = bubble.is_null() ? std::nullopt : std::optional<double>(real(bubble));
+}
+
 // Simulated plans by step cycles (ties in search order), then the rejected ones in search
 // order; each simulated plan but the best gets how much slower it is.
 std::vector<PlanResult> rank(std::vector<Candidate> candidates) {
@@ -408,6 +439,11 @@ PlanEvaluator simulatingEvaluator() {
 
 AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const PlanEvaluator& evaluator,
                                     const PlanProgress& progress) {
+  return *autoDistributeOn(LocalCaseRunner(1), request, evaluator, progress);
+}
+
+std::optional<AutoDistributeResult> autoDistributeOn(const CaseRunner& runner, const AutoDistributeRequest& request,
+                                                     const PlanEvaluator& evaluator, const PlanProgress& progress) {
   checkRequest(request);
   const HardwareParams hw = resolveHardware(request.base);
   const std::optional<Topology> slice = sliceOf(request.base, hw);
@@ -443,10 +479,22 @@ AutoDistributeResult autoDistribute(const AutoDistributeRequest& request, const 
                     ": narrow it with --pp-degrees, --micro-batches, --pipeline-schedules or --precisions, or raise "
                     "--max-plans");
   }
-  for (Candidate& candidate : candidates) {
+  const CaseFunction evaluate_plan = [&](size_t index) {
+    Candidate candidate = candidates.at(index);
     evaluate(candidate, evaluator, hw, unbounded, result.memory_limit_bytes);
-    if (progress) progress(candidate.result, candidate.index, candidates.size());
+    return outcomeText(candidate.result);
+  };
+  CaseDone done;
+  if (progress) {
+    done = [&](size_t index, const std::string& text) {
+      PlanResult plan = candidates.at(index).result;
+      readOutcome(text, plan);
+      progress(plan, index, candidates.size());
+    };
   }
+  const std::optional<std::vector<std::string>> outcomes = runner.run(candidates.size(), evaluate_plan, done);
+  if (!outcomes) return std::nullopt;
+  for (size_t i = 0; i < candidates.size(); ++i) readOutcome((*outcomes)[i], candidates[i].result);
   const bool any_compiled = std::any_of(candidates.begin(), candidates.end(),
                                         [](const Candidate& c) { return c.result.hbm_peak_bytes.has_value(); });
   if (!any_compiled && !candidates.empty()) {

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/case_runner.hpp"
 #include "api/pipeline_run.hpp"
 #include "api/session.hpp"
 #include "sim/chip/driver.hpp"
@@ -116,6 +117,14 @@ using PlanProgress = std::function<void(const PlanResult& plan, size_t index, si
 AutoDistributeResult autoDistribute(const AutoDistributeRequest& request,
                                     const PlanEvaluator& evaluator = simulatingEvaluator(),
                                     const PlanProgress& progress = nullptr);
+// The same search with its plans spread by `runner` (worker processes, MPI ranks:
+// api/case_runner.hpp); `progress` hears of the plans this process's runner finishes.
+// Returns the result in the process that gathers the plans, nothing in the others. Each
+// plan's outcome crosses processes whole (doubles as their bits), so the result, and the
+// files written from it, are the same for every spread.
+std::optional<AutoDistributeResult> autoDistributeOn(const CaseRunner& runner, const AutoDistributeRequest& request,
+                                                     const PlanEvaluator& evaluator = simulatingEvaluator(),
+                                                     const PlanProgress& progress = nullptr);
 
 // autodistribute.json (docs/strategies.md, "autodistribute.json") and its CSV.
 nlohmann::ordered_json autoDistributeJson(const AutoDistributeResult& result);

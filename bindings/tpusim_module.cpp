@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "api/run_files.hpp"
 #include "api/session.hpp"
 #include "api/strategy.hpp"
+#include "api/sweep.hpp"
 #include "api/validation/validate.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/precision_policy.hpp"
@@ -248,7 +250,7 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
                           std::optional<std::vector<int64_t>> micro_batches,
                           std::optional<std::vector<std::string>> pipeline_schedules, int64_t max_plans,
                           std::optional<py::dict> overrides, std::optional<std::string> out,
-                          std::optional<py::object> progress, const py::kwargs& training) {
+                          std::optional<py::object> progress, int jobs, const py::kwargs& training) {
   tpusim::AutoDistributeRequest request;
   request.base = modelRequest(path, hw, std::nullopt, batch, overrides, training);
   if (!request.base.topology.empty()) {
@@ -272,10 +274,44 @@ py::object autodistribute(const std::string& path, const std::string& topology, 
   tpusim::AutoDistributeResult result;
   {
     py::gil_scoped_release release;
-    result = tpusim::autoDistribute(request, tpusim::simulatingEvaluator(), report_progress);
+    result = *tpusim::autoDistributeOn(tpusim::LocalCaseRunner(jobs), request, tpusim::simulatingEvaluator(),
+                                       report_progress);
     if (out) tpusim::writeAutoDistributeFiles(result, *out);
   }
   return jsonToPython(tpusim::autoDistributeJson(result)["plans"]);
+}
+
+// `tpusim sweep SPEC`: the rows of sweep.json, as a list of dicts (the files written to `out`
+// when given). `spec` is a spec file's path or the spec as a dict (configs/sweep.proto's
+// fields; relative paths from the working directory). `jobs` worker processes; `progress`
+// is called with each case's row as it finishes.
+py::object sweepSpec(const py::object& spec, int jobs, std::optional<std::string> out, bool reports,
+                     std::optional<py::object> progress) {
+  tpusim::config::SweepSpec message;
+  std::string base_dir;
+  if (py::isinstance<py::dict>(spec)) {
+    message = tpusim::sweepSpecFromJson(pythonToJson(spec.cast<py::dict>()).dump());
+  } else {
+    const std::string path = py::str(spec);
+    message = tpusim::readSweepSpec(path);
+    base_dir = std::filesystem::path(path).parent_path().string();
+  }
+  const std::vector<tpusim::SweepCase> cases = tpusim::sweepCases(message, base_dir);
+  const tpusim::LocalCaseRunner runner(jobs);
+  tpusim::SweepProgress report_progress;
+  if (progress && !progress->is_none()) {
+    report_progress = [&progress](const nlohmann::ordered_json& row, size_t total) {
+      py::gil_scoped_acquire acquire;
+      (*progress)(jsonToPython(row), total);
+    };
+  }
+  std::optional<tpusim::SweepResult> result;
+  {
+    py::gil_scoped_release release;
+    result = tpusim::runSweep(cases, runner, reports && out.has_value(), report_progress);
+    if (out) tpusim::writeSweepFiles(*result, *out);
+  }
+  return jsonToPython(tpusim::sweepJson(*result)["rows"]);
 }
 
 // Utilization over time per unit (report/utilization_windows.hpp) as numpy arrays.
@@ -445,13 +481,21 @@ PYBIND11_MODULE(_core, m) {
         py::arg("pp_degrees") = py::none(), py::arg("micro_batches") = py::none(),
         py::arg("pipeline_schedules") = py::none(), py::arg("max_plans") = tpusim::AutoDistributeRequest{}.max_plans,
         py::arg("overrides") = py::none(), py::arg("out") = py::none(), py::arg("progress") = py::none(),
+        py::arg("jobs") = 1,
         "Search the data/tensor/pipeline-parallel degrees, micro-batches, remat and precision of a training step on "
         "the slice `topology` by simulation, as tpusim autodistribute; returns the ranked plans of "
         "autodistribute.json (written with its CSV to directory `out` when given). batch is the global batch; "
         "pp_degrees (default the chips' divisors up to 8), micro_batches (default 2, 4, 8) and pipeline_schedules "
         "(default 1f1b) the pipeline values searched; a space of more than max_plans plans is an error; "
-        "progress(label, index, total) is called after each plan. Takes run()'s training keyword arguments (not "
+        "progress(label, index, total) is called after each plan; jobs: worker processes evaluating the plans (the "
+        "result does not depend on it). Takes run()'s training keyword arguments (not "
         "remat, precision, micro_batches or pipeline_schedule).");
+  m.def("sweep_spec", &sweepSpec, py::arg("spec"), py::arg("jobs") = 1, py::arg("out") = py::none(),
+        py::arg("reports") = false, py::arg("progress") = py::none(),
+        "Run every case of a sweep spec (a .textproto path, or a dict of configs/sweep.proto's fields), as tpusim "
+        "sweep; returns the rows of sweep.json, in case order (written with sweep.csv to directory `out` when "
+        "given, and with reports=True each case's run directory under out/cases/). jobs: worker processes; the "
+        "rows do not depend on it. progress(row, total) is called as each case finishes.");
   m.def("validate", &validateCases, py::arg("cases"), py::arg("hw") = "tpuv4", py::arg("jobs") = 1,
         py::arg("families") = py::none(), py::arg("part") = py::none(), py::arg("overrides") = py::none(),
         py::arg("out") = py::none(),

@@ -16,6 +16,7 @@ packages=(
   build-essential cmake pkg-config
   libsystemc-dev
   libboost-program-options-dev
+  libboost-mpi-dev openmpi-bin  # tpusim sweep / autodistribute over MPI ranks (docs/sweep.md)
   libprotobuf-dev protobuf-compiler
   libspdlog-dev
   nlohmann-json3-dev

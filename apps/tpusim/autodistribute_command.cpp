@@ -1,7 +1,9 @@
 // `tpusim autodistribute MODEL --topology SHAPE`: searches the data/tensor/pipeline-parallel
 // degrees, micro-batches, remat and precision of a training step on a slice by simulation
 // (api/auto_distribute.hpp), prints the ranked table, and writes DIR/autodistribute.json
-// and DIR/autodistribute.csv. One progress line per plan goes to stderr.
+// and DIR/autodistribute.csv. One progress line per plan goes to stderr. The plans are
+// evaluated by --jobs worker processes, or over MPI ranks under mpirun (mpi_ranks.hpp);
+// the files are the same bytes either way.
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -13,6 +15,7 @@
 #include "api/auto_distribute.hpp"
 #include "apps/tpusim/commands.hpp"
 #include "apps/tpusim/model_options.hpp"
+#include "apps/tpusim/mpi_ranks.hpp"
 #include "sim/common/error.hpp"
 #include "sim/common/log.hpp"
 
@@ -76,6 +79,7 @@ int autodistributeCommand(const std::vector<std::string>& args) {
   std::string log_level = "warn";
   std::vector<std::string> sets;
   int64_t batch = kBatchUnset;
+  int jobs = 1;
   po::options_description desc("options");
   desc.add_options()("help,h", "show this help")(
       "topology", po::value(&base.topology), "the ICI slice to distribute over (4x4x4, of the preset's ici.topology)")(
@@ -96,6 +100,8 @@ int autodistributeCommand(const std::vector<std::string>& args) {
       "a larger search space is an error before any plan runs")(
       "optimizer", po::value(&base.optimizer)->default_value(base.optimizer), "sgd, momentum, adam, adagrad or lars")(
       "out", po::value(&out_dir)->default_value(out_dir), "directory for autodistribute.json and autodistribute.csv")(
+      "jobs", po::value(&jobs)->default_value(jobs),
+      "worker processes evaluating plans on this machine (per MPI rank under mpirun); the files do not depend on it")(
       "set", po::value(&sets)->composing(), "override a parameter: --set key=value (repeatable)")(
       "log-level", po::value(&log_level)->default_value(log_level), "trace, debug, info, warn, error, critical or off");
   if (!parse(args, desc, "usage: tpusim autodistribute MODEL --topology SHAPE [options]", true, &model)) return 0;
@@ -110,14 +116,23 @@ int autodistributeCommand(const std::vector<std::string>& args) {
   request.pipeline_schedules = commaList("--pipeline-schedules", schedules);
   for (const std::string& set : sets) base.overrides.push_back(parseOverride(set));
 
-  const AutoDistributeResult result = autoDistribute(request, simulatingEvaluator(), printProgress);
-  const std::string json_path = writeAutoDistributeFiles(result, out_dir);
-  std::cout << autoDistributeTable(result) << "written      " << json_path << ", autodistribute.csv\n";
-  if (!result.best()) {
-    throw Error(ErrorKind::kResource, "no plan of " + result.model + " runs on " + result.topology +
-                                          " within the memory limit (see " + json_path + ")");
-  }
-  return 0;
+  checkJobs(jobs);
+
+  return withCaseRunner(jobs, [&](const CaseRunner& runner) {
+    spdlog::info("autodistribute: plans evaluated on {}", runner.describe());
+    const std::optional<AutoDistributeResult> result =
+        autoDistributeOn(runner, request, simulatingEvaluator(), printProgress);
+    if (!result) return 0;  // another rank writes
+    const std::string json_path = writeAutoDistributeFiles(*result, out_dir);
+    std::cout << autoDistributeTable(*result) << "written      " << json_path << ", autodistribute.csv\n";
+    if (!result->best()) {
+      // Returned, not thrown: under mpirun the other ranks are done, and there is nothing to abort.
+      std::cerr << "tpusim: error: no plan of " << result->model << " runs on " << result->topology
+                << " within the memory limit (see " << json_path << ")\n";
+      return exitCodeFor(ErrorKind::kResource);
+    }
+    return 0;
+  });
 }
 
 }  // namespace tpusim::cli

@@ -14,5 +14,6 @@ int compareCommand(const std::vector<std::string>& args);
 int reportCommand(const std::vector<std::string>& args);
 int autodistributeCommand(const std::vector<std::string>& args);
 int validateCommand(const std::vector<std::string>& args);
+int sweepCommand(const std::vector<std::string>& args);
 
 }  // namespace tpusim::cli

@@ -30,6 +30,8 @@ constexpr const char* kUsage =
     "  compare SIM REF set a simulation report beside a reference report, per op and per output\n"
     "  autodistribute MODEL --topology SHAPE\n"
     "                  search data/tensor-parallel degrees, remat and precision by simulation; rank the plans\n"
+    "  sweep SPEC      simulate every case of a sweep spec (models x presets x --set variations x strategies);\n"
+    "                  spread over --jobs processes, or over MPI ranks under mpirun\n"
     "  validate CASES.json\n"
     "                  simulate each measured op of CASES.json and set it beside the real chip's time\n"
     "  report RUN_DIR  remake the CSVs, trace.json and report.html of a run directory from its report.json\n"
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
     if (command == "compare") return tpusim::cli::compareCommand(args);
     if (command == "autodistribute") return tpusim::cli::autodistributeCommand(args);
     if (command == "validate") return tpusim::cli::validateCommand(args);
+    if (command == "sweep") return tpusim::cli::sweepCommand(args);
     if (command == "report") return tpusim::cli::reportCommand(args);
     if (command == "hw") return tpusim::cli::hwCommand(args);
     std::cerr << "tpusim: unknown command '" << command << "'\n" << kUsage;

@@ -464,5 +464,47 @@ TEST(AutoDistribute, ASimulatedPlanIsTheRunOfItsOptions) {
   EXPECT_EQ(autoDistributeJson(autoDistribute(request)).dump(), autoDistributeJson(result).dump());
 }
 
+// The plans spread over worker processes (api/case_runner.hpp) come back whole: the same
+// JSON, CSV and table, to the last bit of every double, as the search in one process.
+TEST(AutoDistribute, PlansSpreadOverWorkerProcessesGiveTheSameResult) {
+  Fake fake;
+  fake.layers = 24;
+  // Cycles that are not round, so the times and utilizations are doubles with every bit used.
+  fake.cycles = [](const program::Program& p) {
+    return 1000 + 7919 * p.tensor_parallel() + (p.precision() == "float32" ? 333 : 17) + p.model().size();
+  };
+  fake.pipeline_cycles = [](const RunRequest& r) {
+    return 999 + 101 * static_cast<uint64_t>(r.pipeline_parallel * r.micro_batches);
+  };
+  AutoDistributeRequest request = mlpOn("2x2x1");
+  const AutoDistributeResult one = autoDistribute(request, fake.evaluator());
+  std::vector<size_t> told;
+  const std::optional<AutoDistributeResult> three = autoDistributeOn(
+      LocalCaseRunner(3), request, fake.evaluator(), [&](const PlanResult&, size_t index, size_t total) {
+        EXPECT_EQ(total, one.plans.size());
+        told.push_back(index);
+      });
+  ASSERT_TRUE(three.has_value());
+  EXPECT_EQ(told.size(), one.plans.size());
+  EXPECT_EQ(autoDistributeJson(*three).dump(), autoDistributeJson(one).dump());
+  EXPECT_EQ(autoDistributeCsv(*three), autoDistributeCsv(one));
+  EXPECT_EQ(autoDistributeTable(*three), autoDistributeTable(one));
+}
+
+// A runner that gathers nowhere here (an MPI rank other than 0) gives no result.
+TEST(AutoDistribute, ARankThatDoesNotGatherGetsNoResult) {
+  struct OtherRank : CaseRunner {
+    std::optional<std::vector<std::string>> run(size_t count, const CaseFunction& run_case,
+                                                const CaseDone&) const override {
+      for (size_t i = 1; i < count; i += 2) run_case(i);  // its share, sent elsewhere
+      return std::nullopt;
+    }
+    std::string describe() const override { return "rank 1 of 2"; }
+  };
+  Fake fake;
+  EXPECT_FALSE(autoDistributeOn(OtherRank(), mlpOn("2x1x1"), fake.evaluator()).has_value());
+  EXPECT_GT(fake.compiles, 0);
+}
+
 }  // namespace
 }  // namespace tpusim

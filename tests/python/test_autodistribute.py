@@ -32,6 +32,11 @@ def test_autodistribute_ranks_the_plans_and_writes_the_files(mlp_path, tmp_path)
     written = json.loads((tmp_path / "autodistribute.json").read_text())
     assert written["plans"] == plans and written["chips"] == 2
     assert (tmp_path / "autodistribute.csv").read_text().splitlines()[0].startswith("rank,label,dp,tp,pp,")
+    # Two worker processes evaluate the same plans to the same files.
+    assert tpusim.autodistribute(mlp_path, "2x1x1", precisions=["float32", "mixed_bfloat16"], pp_degrees=[1],
+                                 out=str(tmp_path / "jobs"), jobs=2) == plans
+    for name in ("autodistribute.json", "autodistribute.csv"):
+        assert (tmp_path / "jobs" / name).read_bytes() == (tmp_path / name).read_bytes()
 
 
 def test_a_memory_limit_rejects_plans_without_simulating_them(mlp_path):

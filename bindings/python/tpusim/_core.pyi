@@ -68,6 +68,7 @@ def autodistribute(
     overrides: Optional[Mapping[str, Union[int, float, str]]] = None,
     out: Optional[str] = None,
     progress: Optional[Callable[[str, int, int], None]] = None,
+    jobs: int = 1,
     **training: Any,
 ) -> List[Dict[str, Any]]:
     """Search dp/tp/pp degrees, micro-batches, remat and precision on `topology` by simulation (tpusim
@@ -110,6 +111,17 @@ def validate(
     out: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Every case of a measurement file simulated as a one-op model (tpusim validate); validate.json as a dict."""
+
+def sweep_spec(
+    spec: Union[str, Mapping[str, Any]],
+    jobs: int = 1,
+    out: Optional[str] = None,
+    reports: bool = False,
+    progress: Optional[Callable[[Dict[str, Any], int], None]] = None,
+) -> List[Dict[str, Any]]:
+    """Every case of a sweep spec (a .textproto path, or a dict of configs/sweep.proto's fields) as tpusim sweep;
+    the rows of sweep.json in case order, written with sweep.csv (and with reports=True each case's run directory)
+    to `out` if given. jobs: worker processes, which do not change the rows."""
 
 def presets() -> List[str]:
     """Names of the built-in hardware presets."""

@@ -106,7 +106,7 @@ def _listed(values, kind):
 
 def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=None, precisions=None, pp_degrees=None,
                    micro_batches=None, pipeline_schedules=None, max_plans=512, overrides=None, out=None,
-                   progress=None, **options):
+                   progress=None, jobs=1, **options):
     """Searches the dp/tp/pp degrees, micro-batches, remat and precision of `model`'s training step on the slice
     `topology` by simulation (tpusim autodistribute) and returns the ranked plans, best first, as a list of dicts.
 
@@ -115,7 +115,8 @@ def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=Non
     a plan may use (default the preset's); precisions the policies to search (default all three); pp_degrees the
     pipeline degrees (default every divisor of the chips up to 8), micro_batches (default 2, 4, 8) and
     pipeline_schedules (default "1f1b") those of the plans with a pipeline; a space of more than max_plans plans
-    is an error before any runs; progress(label, index, total) is called after each plan.
+    is an error before any runs; progress(label, index, total) is called after each plan; jobs worker processes
+    evaluate the plans (the result does not depend on it).
     """
     with ModelFile(model, "training", options) as file:
         return _core.autodistribute(file.path, topology, hw=hw, batch=batch, memory_limit_gib=memory_limit_gib,
@@ -123,4 +124,4 @@ def autodistribute(model, topology, hw="tpuv4", batch=None, memory_limit_gib=Non
                                     micro_batches=_listed(micro_batches, int),
                                     pipeline_schedules=_listed(pipeline_schedules, str), max_plans=max_plans,
                                     overrides=dict(overrides) if overrides else None, out=out, progress=progress,
-                                    **options)
+                                    jobs=jobs, **options)
