@@ -1,6 +1,6 @@
 #include "sim/interconnect/slice_network.hpp"
 
-#include <set>
+#include <utility>
 
 #include "sim/common/error.hpp"
 #include "sim/interconnect/replica_groups.hpp"
@@ -12,14 +12,23 @@ SliceNetwork::Choice SliceNetwork::choose(const Topology& slice, const SliceNetw
                                           std::span<const CollectiveShape> shapes) {
   Choice full{slice, !options.symmetry ? "ici.symmetry is off" : symmetryObstacle(slice), {}};
   if (!full.full_reason.empty()) return full;
-  Axes period = latencyPeriods(slice, options.latency_links);
-  std::set<Key> checked;
-  for (const CollectiveShape& shape : shapes) {
-    if (period == sizesOf(slice)) break;
-    if (!checked.insert(shape.key()).second) continue;
+  const auto record = [&](const CollectiveShape& shape) {
     TransferPlan plan(slice, options.dcn.has_value());
     recordInto(plan, slice, shape);
+    return plan;
+  };
+  // Each shape is reduced with the periods found so far, which only grow (to multiples); a
+  // shape reduced before they grew is recorded and reduced again at the end.
+  Axes period = latencyPeriods(slice, options.latency_links);
+  std::map<Key, std::pair<Axes, std::optional<RoutedPlan>>> reduced_with;
+  for (const CollectiveShape& shape : shapes) {
+    if (period == sizesOf(slice)) break;
+    if (reduced_with.count(shape.key()) != 0) continue;
+    const TransferPlan plan = record(shape);
     period = planPeriods(slice, plan, period);
+    if (period != sizesOf(slice)) {
+      reduced_with.emplace(shape.key(), std::pair(period, reducePlan(plan, slice, quotientTopology(slice, period))));
+    }
   }
   if (period == sizesOf(slice)) {
     full.full_reason = "no translation of the slice preserves its links and collectives";
@@ -28,9 +37,8 @@ SliceNetwork::Choice SliceNetwork::choose(const Topology& slice, const SliceNetw
   Choice reduced{quotientTopology(slice, period), "", {}};
   for (const CollectiveShape& shape : shapes) {
     if (reduced.plans.count(shape.key()) != 0) continue;
-    TransferPlan plan(slice, options.dcn.has_value());
-    recordInto(plan, slice, shape);
-    std::optional<RoutedPlan> routed = reducePlan(plan, slice, reduced.topology);
+    auto& [used, routed] = reduced_with.at(shape.key());
+    if (used != period) routed = reducePlan(record(shape), slice, reduced.topology);
     if (!routed) {
       full.full_reason = "a collective's representatives would wait on later ones";
       return full;
