@@ -4,9 +4,9 @@
 #
 #   scripts/fuzz.sh [TARGET|all] [SECONDS]     TARGET: onnx hlo program hardware report precision topology
 #
-# Each run starts from a scratch copy of the committed seeds (fuzz/corpus/TARGET), so the
-# corpus it grows stays out of the tree (FUZZ_WORK, default build-fuzz/work/TARGET), and
-# uses fuzz/TARGET.dict where there is one. A crash, leak, timeout or out-of-memory stops
+# Each run copies the committed seeds (fuzz/corpus/TARGET) into a working corpus outside the
+# tree (FUZZ_WORK/TARGET/corpus, FUZZ_WORK default build-fuzz/work), which keeps what runs add,
+# and uses fuzz/TARGET.dict where there is one. A crash, leak, timeout or out-of-memory stops
 # the run with its input saved as FUZZ_WORK/crash-* (or leak-, timeout-, oom-) and this
 # script exits non-zero. More libFuzzer flags: FUZZ_FLAGS="-runs=1000000".
 # FUZZ_JOBS (default 2) bounds the build's parallelism; everything runs under nice.
