@@ -85,7 +85,7 @@ nlohmann::ordered_json readReportJson(const std::string& path) {
   std::ifstream file(path);
   try {
     return Json::parse(file);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range for a number like 1e400
     throw Error(ErrorKind::kInvalidInput, "report '" + path + "' is not valid JSON (" + error.what() + ")");
   }
 }

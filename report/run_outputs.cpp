@@ -51,7 +51,7 @@ nlohmann::ordered_json readRunReport(const std::string& dir) {
   return report;
 }
 
-std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, const std::string& dir) {
+std::vector<std::pair<std::string, std::string>> reportViews(const nlohmann::ordered_json& report) {
   std::vector<std::pair<std::string, std::string>> files;
   try {
     files.emplace_back("per_op.csv", reportPerOpCsv(report));
@@ -68,8 +68,12 @@ std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, 
     // A field missing or of the wrong type: the report was edited or is from another tool.
     throw Error(ErrorKind::kInvalidInput, "report.json is malformed: " + std::string(error.what()));
   }
+  return files;
+}
+
+std::vector<std::string> writeReportViews(const nlohmann::ordered_json& report, const std::string& dir) {
   std::vector<std::string> written;
-  for (const auto& [name, text] : files) {
+  for (const auto& [name, text] : reportViews(report)) {
     writeText(fs::path(dir) / name, text);
     written.push_back(name);
   }

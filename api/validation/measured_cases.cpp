@@ -129,7 +129,7 @@ MeasuredCases readMeasuredCases(const std::string& path) {
   Json file;
   try {
     file = Json::parse(stream);
-  } catch (const Json::parse_error& error) {
+  } catch (const Json::exception& error) {  // parse_error, or out_of_range for a number like 1e400
     throw Error(ErrorKind::kInvalidInput, path + ": not valid JSON (" + error.what() + ")");
   }
   return parseMeasuredCases(file, path);

@@ -31,8 +31,8 @@ ir::Shape Importer::viewShape(const onnx::NodeProto& node, const std::string& la
         inferred = static_cast<int64_t>(i);
       } else if (out[i] < 0) {
         invalid(label + ": the shape has a negative dimension");
-      } else {
-        known *= out[i];
+      } else if (__builtin_mul_overflow(known, out[i], &known)) {
+        invalid(label + ": the shape's dimensions multiply past 2^63");
       }
     }
     if (inferred >= 0) {

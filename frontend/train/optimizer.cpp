@@ -36,7 +36,11 @@ void appendOptimizer(Graph& graph, const std::vector<std::pair<int, int>>& updat
   }
   const int step = graph.addInput("step", {}, DType::kInt64, TensorRole::kOptimizerState);
   const std::string kind = ir::optimizerKindName(config.kind);
-  for (const auto& [weight, grad] : updates) {
+  // Plain ints, not structured bindings: the lambdas below capture them, which clang
+  // before 16 rejects for bindings (the fuzz build uses Debian's clang 14).
+  for (const std::pair<int, int>& entry : updates) {
+    const int weight = entry.first;
+    const int grad = entry.second;
     const ir::Tensor w = graph.tensor(weight);
     const std::string base = w.name + "." + kind;
     auto state = [&](const std::string& suffix) {

@@ -144,13 +144,22 @@ const std::vector<ParamInfo>& HardwareParams::declarations() {
 
 const ParamInfo& HardwareParams::find(std::string_view name) {
   const auto& params = declarations();
+  // Suggest only a near miss: a typo, not an unrelated word.
+  const size_t near = std::max<size_t>(2, name.size() / 3);
+  // The edit distance is at least the difference in length, so a name too long or too short
+  // to be near is not compared (the comparison is quadratic in the name: a 200 KB name took seconds).
+  const auto distanceTo = [&](std::string_view candidate) {
+    const size_t gap = name.size() > candidate.size() ? name.size() - candidate.size() : candidate.size() - name.size();
+    return gap > near ? SIZE_MAX : editDistance(name, candidate);
+  };
   std::vector<const ParamInfo*> closest;  // every name at the best distance, in schema order
   size_t best = SIZE_MAX;
   for (const ParamInfo& param : params) {
     if (param.name == name) return param;
     // Compare with the full name and with the leaf, so "rows" suggests "mxu.rows".
     const std::string_view leaf = std::string_view(param.name).substr(param.name.rfind('.') + 1);
-    const size_t distance = std::min(editDistance(name, param.name), editDistance(name, leaf));
+    const size_t distance = std::min(distanceTo(param.name), distanceTo(leaf));
+    if (distance == SIZE_MAX) continue;
     if (distance < best) {
       best = distance;
       closest.clear();
@@ -158,9 +167,8 @@ const ParamInfo& HardwareParams::find(std::string_view name) {
     if (distance == best) closest.push_back(&param);
   }
   std::string message = "unknown parameter '" + std::string(name) + "'";
-  // Suggest only a near miss: a typo, not an unrelated word. A leaf two groups share
-  // ("bandwidth_gbps") suggests both.
-  if (!closest.empty() && best <= std::max<size_t>(2, name.size() / 3)) {
+  // A leaf two groups share ("bandwidth_gbps") suggests both.
+  if (!closest.empty() && best <= near) {
     message += "; did you mean ";
     for (size_t i = 0; i < closest.size(); ++i) {
       message += (i == 0 ? "'" : i + 1 == closest.size() ? " or '" : ", '") + closest[i]->name + "'";

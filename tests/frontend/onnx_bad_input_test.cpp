@@ -231,6 +231,17 @@ TEST(OnnxBadInput, DimensionProductOverflowsInt64) {
   EXPECT_ERROR(modelError(input.model(), "overflow_input"), ErrorKind::kInvalidInput, "overflows int64");
 }
 
+// Found by fuzz/onnx_fuzz (docs/reliability.md, "Fuzzing"), its input committed: a Reshape
+// whose constant shape's dimensions multiply past int64. The product was a signed overflow
+// (undefined behaviour; UBSan stopped on it) before any size check saw the shape.
+TEST(OnnxBadInput, ReshapeShapeProductOverflowsInt64) {
+  const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/fuzz/onnx_reshape_overflow.onnx";
+  const Error error = fileError(path);
+  EXPECT_EQ(error.kind(), ErrorKind::kInvalidInput);
+  EXPECT_NE(std::string(error.what()).find("the shape's dimensions multiply past 2^63"), std::string::npos)
+      << error.what();
+}
+
 TEST(OnnxBadInput, HugeConstantNode) {
   OnnxBuilder b;
   b.input("x", {-1, 4});

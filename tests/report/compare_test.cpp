@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "api/compare_run.hpp"
 #include "report/compare_format.hpp"
 #include "sim/common/error.hpp"
 
@@ -189,6 +190,22 @@ TEST(Compare, SameReportsGiveTheSameText) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("reference: reference (each op's kernels in its dtype); seed 3"), std::string::npos) << text;
+}
+
+// Found by fuzz/report_fuzz (docs/reliability.md, "Fuzzing"), its input committed: a report
+// with a number too large for a double (1e308800). nlohmann::json throws out_of_range for it,
+// not parse_error, so it escaped readReportJson and `tpusim compare` called it an internal error.
+TEST(Compare, AReportWithANumberTooLargeIsInvalidInput) {
+  const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/fuzz/report_number_overflow.json";
+  try {
+    compareReportFiles(path, path);
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), ErrorKind::kInvalidInput);
+    EXPECT_NE(std::string(error.what()).find("is not valid JSON ([json.exception.out_of_range.406] number overflow"),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace
