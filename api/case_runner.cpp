@@ -34,17 +34,6 @@ std::string frame(size_t index, bool ok, const std::string& body) {
   return out + body;
 }
 
-bool writeAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // The body of an error frame for what a case threw.
 std::string errorBody(std::exception_ptr thrown) {
   try {
@@ -93,6 +82,17 @@ struct Worker {
 };
 
 }  // namespace
+
+bool writeAll(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
 
 int checkJobs(int jobs, const std::string& flag) {
   if (jobs < 1 || jobs > kMaxJobs) {

@@ -62,4 +62,8 @@ class LocalCaseRunner : public CaseRunner {
 // The cases process `rank` of `processes` takes: those whose index is rank modulo processes.
 std::vector<size_t> casesOfRank(size_t count, int rank, int processes);
 
+// Writes every byte of `text` to `fd` (a worker's pipe), retrying an interrupted write;
+// false when the write fails.
+bool writeAll(int fd, const std::string& text);
+
 }  // namespace tpusim

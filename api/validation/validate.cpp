@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "api/case_runner.hpp"
 #include "api/validation/case_model.hpp"
 #include "api/validation/measured_cases.hpp"
 #include "frontend/compile.hpp"
@@ -79,17 +80,6 @@ void parseResultLines(const std::string& text, std::map<size_t, Outcome>& outcom
       outcomes[index] = {std::stod(rest), ""};
     }
   }
-}
-
-bool writeAll(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // Runs `cases` over `jobs` forked workers, worker w taking every jobs-th case from w, and

@@ -22,7 +22,5 @@ using pe::Token;
 
 PeArrayRun weightStationary(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
                             uint64_t early);
-PeArrayRun outputStationary(const ArrayConfig& array, const MatmulShape& shape, const std::vector<PassOperands>& passes,
-                            uint64_t early);
 
 }  // namespace tpusim::pe_reference
