@@ -368,5 +368,35 @@ TEST(OnnxImport, RuntimeComparisonsBecomeCompareOps) {
   EXPECT_NE(message.find("Compare operands have different dtypes (f32 and int64)"), std::string::npos) << message;
 }
 
+// ArgMax and OneHot add tensors to the graph as they import, and each held a reference to its
+// input's shape across those additions: when the graph's tensor vector grew there, the
+// reference dangled (ArgMax found by AddressSanitizer, scripts/sanitize.sh; OneHot had the
+// same pattern). Some number of nodes before them puts the growth inside each import; the ASan
+// build checks every access, other builds the shapes.
+TEST(OnnxImport, ArgMaxAndOneHotImportWhereverTheGraphGrows) {
+  for (int before = 0; before < 40; ++before) {
+    testing::OnnxBuilder b;
+    b.input("x", {-1, 5}).input("side", {-1, 2}).input("labels", {-1, 3}, onnx::TensorProto::INT64);
+    std::string side = "side";
+    for (int i = 0; i < before; ++i) {
+      const std::string next = "side" + std::to_string(i);
+      b.node("Relu", {side}, next);
+      side = next;
+    }
+    auto* depth = b.model().mutable_graph()->add_initializer();
+    depth->set_name("depth");
+    depth->set_data_type(onnx::TensorProto::INT64);
+    depth->add_int64_data(6);
+    b.weight("values", {2});
+    testing::setIntAttribute(b.node("ArgMax", {"x"}, "arg"), "axis", 1);
+    b.node("OneHot", {"labels", "depth", "values"}, "hot");
+    b.output("arg").output("hot").output(side);
+    const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+    ASSERT_EQ(model.graph.outputs().size(), 3u);
+    EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).shape, (ir::Shape{4, 1})) << before;
+    EXPECT_EQ(model.graph.tensor(model.graph.outputs()[1]).shape, (ir::Shape{4, 3, 6})) << before;
+  }
+}
+
 }  // namespace
 }  // namespace tpusim
