@@ -1,4 +1,5 @@
 #include "frontend/import/onnx_import.hpp"
+#include "frontend/import/onnx_tensor.hpp"
 
 #include <fstream>
 
@@ -366,6 +367,23 @@ TEST(OnnxImport, RuntimeComparisonsBecomeCompareOps) {
   mixed.output("y");
   const std::string message = importError(mixed.model());
   EXPECT_NE(message.find("Compare operands have different dtypes (f32 and int64)"), std::string::npos) << message;
+}
+
+// An empty tensor in raw_data (the ONNX node suite has some): no bytes, no values. Its
+// decoding copied 0 bytes to an empty vector's data(), which may be null, and memcpy with a
+// null pointer is undefined even for 0 bytes (found by UBSan, scripts/sanitize.sh).
+TEST(OnnxTensor, AnEmptyRawTensorDecodesToNoValues) {
+  for (const int32_t type : {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64, onnx::TensorProto::FLOAT16}) {
+    onnx::TensorProto tensor;
+    tensor.set_name("empty");
+    tensor.add_dims(0);
+    tensor.add_dims(3);
+    tensor.set_data_type(type);
+    tensor.set_raw_data("");
+    const ir::TensorValue value = decodeOnnxTensor(tensor);
+    EXPECT_EQ(value.shape, (ir::Shape{0, 3})) << type;
+    EXPECT_TRUE(value.floats.empty() && value.ints.empty()) << type;
+  }
 }
 
 // ArgMax and OneHot add tensors to the graph as they import, and each held a reference to its
