@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
-#include <unordered_map>
 
 #include "report/cmem_section.hpp"
+#include "report/instruction_ops.hpp"
 #include "report/interconnect_section.hpp"
 #include "report/memory_timeline.hpp"
 #include "report/mfu_section.hpp"
@@ -15,6 +15,7 @@
 #include "report/step_breakdown.hpp"
 #include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -197,14 +198,13 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     }
     bound(t, entry);
   };
-  std::unordered_map<std::string, size_t> index;
-  for (int i = 0; i < chip.ops_size(); ++i) index.emplace(chip.ops(i).op(), static_cast<size_t>(i));
+  const InstructionOps ops = instructionOps(chip);
   std::vector<Totals> totals(static_cast<size_t>(chip.ops_size()));
   for (const TimelineEvent& event : result.timeline.events()) {
+    const int op = ops.op_of[static_cast<size_t>(event.instruction)];
+    if (op >= chip.ops_size()) continue;  // no lowering record
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    auto found = index.find(ins.op());
-    if (found == index.end()) continue;
-    Totals& t = totals[found->second];
+    Totals& t = totals[static_cast<size_t>(op)];
     const uint64_t busy = event.end_cycle - event.start_cycle;
     ++t.instructions;
     t.start = std::min(t.start, event.start_cycle);
@@ -336,7 +336,7 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
     if (!info.instruction_timeline) break;
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
     nlohmann::ordered_json op;
-    op["name"] = ins.name();
+    op["name"] = instructionName(ins);
     op["type"] = ins.op_type();
     op["op"] = ins.op();
     op["unit"] = result.timeline.unitNames()[event.unit];

@@ -284,7 +284,7 @@ program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::strin
                                               uint32_t core, uint32_t unit_index) {
   program::Instruction* ins = m_chip.add_instructions();
   ins->set_id(static_cast<uint32_t>(m_chip.instructions_size() - 1));
-  ins->set_name(op.name + ".c" + std::to_string(core) + "." + part);
+  ins->set_part(part);  // its name is "<op>.c<core>.<part>" (instructionName)
   ins->set_op(op.name);
   ins->set_op_type(ir::opTypeName(op.type));
   ins->set_unit(unit);

@@ -14,6 +14,7 @@
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -101,7 +102,7 @@ TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
       added += add.vector().elements();
     }
     EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4)
-        << ins.name();
+        << instructionName(ins);
   }
   EXPECT_EQ(collectives, 4);
 }
@@ -212,8 +213,9 @@ TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
     compileGraph(g, HardwareParams::load("tpuv4"), options);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "op 'ar': an all-reduce across 3 replicas needs an ICI slice of a multiple of as many chips (--topology)");
+    EXPECT_EQ(
+        std::string(error.what()),
+        "op 'ar': an all-reduce across 3 replicas needs an ICI slice of a multiple of as many chips (--topology)");
   }
 }
 

@@ -7,6 +7,7 @@
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -28,7 +29,7 @@ TEST(Lower, DependenciesPointBackwardsAndFollowBuffers) {
   const program::Program program = lowerMlp(HardwareParams::load("tpuv4"));
   const program::ChipProgram& chip = program.chips(0);
   for (const auto& ins : chip.instructions()) {
-    for (uint32_t dep : ins.deps()) EXPECT_LT(dep, ins.id()) << ins.name();
+    for (uint32_t dep : ins.deps()) EXPECT_LT(dep, ins.id()) << instructionName(ins);
   }
   // Write after read: each earlier load of w1 is waited for by the store of w1's SGD update
   // that overwrites the bytes it read (the update is split over the cores by byte range).
