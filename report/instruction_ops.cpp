@@ -26,4 +26,10 @@ InstructionOps instructionOps(const program::ChipProgram& chip) {
   return out;
 }
 
+const std::string& InstructionOps::opType(const program::ChipProgram& chip, int index) const {
+  const program::Instruction& ins = chip.instructions(index);
+  const int op = op_of[static_cast<size_t>(index)];
+  return ins.op_type().empty() && op < chip.ops_size() ? chip.ops(op).op_type() : ins.op_type();
+}
+
 }  // namespace tpusim

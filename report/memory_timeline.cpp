@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "report/instruction_ops.hpp"
 #include "report/utilization_windows.hpp"
 
 namespace tpusim {
@@ -65,9 +64,9 @@ class RangeUnion {
 
 }  // namespace
 
-MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& timeline, uint64_t total_cycles) {
+MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const InstructionOps& ops, const Timeline& timeline,
+                              uint64_t total_cycles) {
   // Each op's span: its first instruction's start to its last one's end.
-  const InstructionOps ops = instructionOps(chip);
   std::vector<std::pair<uint64_t, uint64_t>> spans(static_cast<size_t>(ops.count), {kNever, 0});
   for (const TimelineEvent& event : timeline.events()) {
     auto& span = spans[static_cast<size_t>(ops.op_of[static_cast<size_t>(event.instruction)])];

@@ -157,7 +157,8 @@ struct PerOp {
 // What each IR op (and each layer) cost: busy cycles per unit kind, summed over the
 // chip's units, and the cycles its busiest kind needs at the least (busy cycles per
 // unit of that kind): the op's time if nothing overlapped it.
-PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, const HardwareParams& hw) {
+PerOp perOpEntries(const program::ChipProgram& chip, const InstructionOps& ops, const SimResult& result,
+                   const HardwareParams& hw) {
   struct Totals {
     uint64_t instructions = 0, mxu = 0, vpu = 0, dma = 0, flops = 0, hbm_bytes = 0;
     uint64_t mxu_wait = 0, folds = 0, macs = 0, stream = 0, stall = 0, fill_drain = 0;
@@ -198,7 +199,6 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     }
     bound(t, entry);
   };
-  const InstructionOps ops = instructionOps(chip);
   std::vector<Totals> totals(static_cast<size_t>(chip.ops_size()));
   for (const TimelineEvent& event : result.timeline.events()) {
     const int op = ops.op_of[static_cast<size_t>(event.instruction)];
@@ -332,12 +332,13 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
 
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   const program::ChipProgram& chip = program.chips(0);
+  const InstructionOps op_numbers = instructionOps(chip);
   for (const TimelineEvent& event : result.timeline.events()) {
     if (!info.instruction_timeline) break;
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
     nlohmann::ordered_json op;
     op["name"] = instructionName(ins);
-    op["type"] = ins.op_type();
+    op["type"] = op_numbers.opType(chip, static_cast<int>(event.instruction));
     op["op"] = ins.op();
     op["unit"] = result.timeline.unitNames()[event.unit];
     op["unit_kind"] = unitKindName(ins.unit());
@@ -349,10 +350,11 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
-  report["memory_timeline"] = memoryTimelineSection(memoryTimeline(chip, result.timeline, result.total_cycles));
+  report["memory_timeline"] =
+      memoryTimelineSection(memoryTimeline(chip, op_numbers, result.timeline, result.total_cycles));
   report["hbm"] = hbmEntry(result, hw);
   report["dma"] = dmaEntries(result);
-  const PerOp per_op = perOpEntries(chip, result, hw);
+  const PerOp per_op = perOpEntries(chip, op_numbers, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);

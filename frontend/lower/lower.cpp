@@ -286,7 +286,6 @@ program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::strin
   ins->set_id(static_cast<uint32_t>(m_chip.instructions_size() - 1));
   ins->set_part(part);  // its name is "<op>.c<core>.<part>" (instructionName)
   ins->set_op(op.name);
-  ins->set_op_type(ir::opTypeName(op.type));
   ins->set_unit(unit);
   ins->set_core(core);
   ins->set_unit_index(unit_index);

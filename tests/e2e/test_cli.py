@@ -1,9 +1,12 @@
 """End-to-end tests of the tpusim CLI on the shipped trace, and its bad inputs."""
 import json
 import pathlib
+import re
 import subprocess
 
 import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run(tpusim_bin, *args):
@@ -45,6 +48,20 @@ def test_compiled_program_runs_like_the_model(tpusim_bin, mlp_path, tmp_path):
         result = run(tpusim_bin, "run", str(path), "--hw", "tpuv5p", "--out", str(out))
         assert result.returncode == 0, result.stderr
         assert (out / "report.json").read_bytes() == expected
+
+
+def test_schema_1_program_runs_with_its_whole_instruction_names(tpusim_bin, tmp_path):
+    # Written before schema 2, which names instructions by part (traces/program.proto).
+    path = ROOT / "tests" / "data" / "programs" / "schema1_gemm_relu_training.tpuprog.txt"
+    text = path.read_text()
+    assert "schema_version: 1" in text
+    stored = set(re.findall(r'^    name: "([^"]*)"$', text, re.MULTILINE))
+    result = run(tpusim_bin, "run", str(path), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    names = {op["name"] for op in report["ops"]}
+    assert names and names <= stored
+    assert all(op["type"] for op in report["ops"])
 
 
 def test_program_batch_and_mode_cannot_be_changed(tpusim_bin, mlp_path, tmp_path):
