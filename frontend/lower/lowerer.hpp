@@ -10,6 +10,7 @@
 // t-2 has been computed, and its compute until tile t-2 has been stored.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -85,9 +86,50 @@ class Lowerer {
     ByteRange range;
     uint32_t instruction;
   };
+  // One HBM buffer's accesses in emission order, searched by byte range. While their ranges
+  // ascend (begins and ends both non-decreasing, as a tiled op's stores and loads do), a
+  // binary search skips those that end before the range, and the scan stops at the first
+  // that begins after it; otherwise every access is checked.
+  class AccessList {
+   public:
+    void push_back(const Access& access) {
+      if (!m_items.empty() &&
+          (access.range.begin < m_items.back().range.begin || access.range.end < m_items.back().range.end)) {
+        m_ascending = false;
+      }
+      m_items.push_back(access);
+    }
+    void pop_back() { m_items.pop_back(); }
+    void clear() {
+      m_items.clear();
+      m_ascending = true;
+    }
+    void assign(std::vector<Access> items) {
+      clear();
+      for (const Access& access : items) push_back(access);
+    }
+    std::vector<Access>::const_iterator begin() const { return m_items.begin(); }
+    std::vector<Access>::const_iterator end() const { return m_items.end(); }
+    // Appends the instruction of each access whose bytes overlap `range`, in emission order.
+    void appendOverlapping(ByteRange range, std::vector<uint32_t>& out) const {
+      auto it = m_items.begin();
+      if (m_ascending) {
+        it = std::partition_point(m_items.begin(), m_items.end(),
+                                  [&](const Access& access) { return access.range.end <= range.begin; });
+      }
+      for (; it != m_items.end(); ++it) {
+        if (m_ascending && it->range.begin >= range.end) break;
+        if (it->range.overlaps(range)) out.push_back(it->instruction);
+      }
+    }
+
+   private:
+    std::vector<Access> m_items;
+    bool m_ascending = true;
+  };
   struct Hazards {
-    std::vector<Access> writers;  // the stores whose writes are the buffer's current contents
-    std::vector<Access> readers;  // the loads that read it since
+    AccessList writers;  // the stores whose writes are the buffer's current contents
+    AccessList readers;  // the loads that read it since
   };
 
   // ---- lower.cpp: buffers, instructions, transfers
@@ -134,7 +176,7 @@ class Lowerer {
   uint32_t vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
                              uint64_t elements, uint32_t ops_per_element, DType dtype,
                              const std::vector<uint32_t>& reads, uint32_t write, uint64_t bytes,
-                             const std::vector<uint32_t>& deps);
+                             std::vector<uint32_t> deps);
   // The op's output now holds what `stores` wrote.
   void finish(const ir::Op& op, std::vector<Access> stores);
   void recordLowering(const ir::Op& op, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);
