@@ -1,4 +1,5 @@
 """End-to-end tests of the tpusim CLI on the shipped trace, and its bad inputs."""
+import hashlib
 import json
 import pathlib
 import re
@@ -229,6 +230,19 @@ def test_summary_matches_golden(tpusim_bin, mlp_path, tmp_path, golden, args):
     assert result.returncode == 0, result.stderr
     summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
     assert summary == (GOLDEN / golden).read_text()
+
+
+def test_resnet50_step_matches_its_golden_summary_and_report_digests(tpusim_bin, tmp_path):
+    """The one-chip speed case (docs/performance.md): its summary and the bytes of report.json
+    and the CSVs, so that a change meant only for speed is seen to move no figure."""
+    result = run(tpusim_bin, "run", str(ROOT / "traces" / "resnet50.onnx"), "--batch", "128", "--no-instructions",
+                 "--no-progress", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
+    assert summary == (GOLDEN / "resnet50_tpuv4_training_b128.txt").read_text()
+    for line in (GOLDEN / "resnet50_tpuv4_training_b128.sha256").read_text().splitlines():
+        digest, name = line.split()
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest, name
 
 
 def mxu_flops_by_type(report):
