@@ -399,7 +399,7 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   return m_scratch;
 }
 
-Lowerer::Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
+Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
                                         const std::vector<uint32_t>& partials) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const uint64_t bytes = out.bytes() * count;
