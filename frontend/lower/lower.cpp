@@ -400,7 +400,7 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
 }
 
 Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
-                                        const std::vector<uint32_t>& partials) {
+                               const std::vector<uint32_t>& partials) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const uint64_t bytes = out.bytes() * count;
   const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);
