@@ -63,7 +63,7 @@ void Importer::importMasked(const onnx::NodeProto& node, const std::string& labe
   } else if (g.tensor(indices).dtype != DType::kInt64) {
     indices = g.cast(name + ".int64", indices, DType::kInt64);
   }
-  const ir::Shape& shape = g.tensor(indices).shape;
+  const ir::Shape shape = g.tensor(indices).shape;  // a copy: the graph grows below
   const auto rank = static_cast<int64_t>(shape.size()) + 1;
   const int64_t axis = normalizeAxis(intAttribute(node, "axis", -1), rank, label);
   // Negative indices count from the end: i + depth where i < 0.

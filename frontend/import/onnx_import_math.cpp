@@ -17,7 +17,7 @@ namespace tpusim::onnx_detail {
 
 int Importer::argExtremum(const std::string& name, int x, int64_t axis, bool max, bool last) {
   ir::Graph& g = m_result.graph;
-  const ir::Shape& shape = g.tensor(x).shape;
+  const ir::Shape shape = g.tensor(x).shape;  // a copy: the graph grows below
   const int64_t length = shape[static_cast<size_t>(axis)];
   const int extremum = g.reduce(name + ".extremum", x, max ? ir::Reduction::kMax : ir::Reduction::kMin, {axis}, true);
   const int hit = g.compare(ir::CompareDirection::kEq, name + ".hit", x, extremum);

@@ -19,7 +19,9 @@ std::vector<T> rawValues(const std::string& raw, size_t count, const std::string
                                               " bytes of raw data, expected " + std::to_string(count * sizeof(T)));
   }
   std::vector<T> values(count);
-  std::memcpy(values.data(), raw.data(), raw.size());  // ONNX raw data is little-endian, as is x86
+  // ONNX raw data is little-endian, as is x86. An empty vector's data() may be null, which
+  // memcpy never takes, even for 0 bytes.
+  if (count > 0) std::memcpy(values.data(), raw.data(), raw.size());
   return values;
 }
 

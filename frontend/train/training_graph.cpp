@@ -245,7 +245,7 @@ class Backward {
       }
       case OpType::kReduce: {
         if (!needs(a)) break;
-        const ir::Shape& x_shape = m_graph.tensor(a).shape;
+        const ir::Shape x_shape = m_graph.tensor(a).shape;  // a copy: the graph grows below
         ir::Shape kept = x_shape;
         for (int64_t axis : op.perm) kept[static_cast<size_t>(axis)] = 1;
         int g = m_graph.reshape(base + ".kept", dy, kept, grad);

@@ -20,9 +20,16 @@ void* HostDevice::allocate(size_t bytes) {
   return buffer;
 }
 
-void HostDevice::upload(void* device, const void* host, size_t bytes) { std::memcpy(device, host, bytes); }
-void HostDevice::download(void* host, const void* device, size_t bytes) { std::memcpy(host, device, bytes); }
-void HostDevice::zero(void* device, size_t bytes) { std::memset(device, 0, bytes); }
+// No bytes, no call: an empty tensor's pointer may be null, which memcpy and memset never take.
+void HostDevice::upload(void* device, const void* host, size_t bytes) {
+  if (bytes > 0) std::memcpy(device, host, bytes);
+}
+void HostDevice::download(void* host, const void* device, size_t bytes) {
+  if (bytes > 0) std::memcpy(host, device, bytes);
+}
+void HostDevice::zero(void* device, size_t bytes) {
+  if (bytes > 0) std::memset(device, 0, bytes);
+}
 
 void HostDevice::startTimer() { m_start = std::chrono::steady_clock::now(); }
 

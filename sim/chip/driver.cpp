@@ -4,6 +4,7 @@
 
 #include <systemc>
 
+#include "sim/chip/asan_stack.hpp"
 #include "sim/chip/pod.hpp"
 #include "sim/chip/program_check.hpp"
 #include "sim/common/error.hpp"
@@ -21,7 +22,10 @@ class FreshSimContext {
     sc_core::sc_default_global_context = m_context;
   }
   ~FreshSimContext() {
-    delete m_context;
+    {
+      const AsanUnmappedShadow unmapped;  // in ASan builds, the threads' stacks (asan_stack.hpp)
+      delete m_context;
+    }
     sc_core::sc_curr_simcontext = nullptr;
     sc_core::sc_default_global_context = nullptr;
   }
@@ -90,9 +94,11 @@ IciResult iciResultOf(const Pod& pod) {
 // Runs the elaborated simulation to its end: all at once, or slice by slice with a
 // progress report after each. Every unit waits on events only (no free-running
 // clock), so the simulation ends by starving once the last instruction retired.
+// AsanStackRestore: in ASan builds, SystemC's coroutines leave ASan wrong about this stack.
 void runToEnd(const Scoreboard& scoreboard, const ClockDomain& clock, const ProgressCallback& progress,
               uint64_t slice_cycles) {
   if (!progress) {
+    const AsanStackRestore restore;
     sc_core::sc_start();
     return;
   }
@@ -105,7 +111,10 @@ void runToEnd(const Scoreboard& scoreboard, const ClockDomain& clock, const Prog
     // the next event.
     const sc_core::sc_time window = initialized ? std::max(slice, sc_core::sc_time_to_pending_activity()) : slice;
     initialized = true;
-    sc_core::sc_start(window, sc_core::SC_EXIT_ON_STARVATION);
+    {
+      const AsanStackRestore restore;
+      sc_core::sc_start(window, sc_core::SC_EXIT_ON_STARVATION);
+    }
     progress({scoreboard.retiredCount(), scoreboard.size(), clock.cyclesAt(sc_core::sc_time_stamp())});
   } while (sc_core::sc_pending_activity());
 }

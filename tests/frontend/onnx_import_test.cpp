@@ -1,4 +1,5 @@
 #include "frontend/import/onnx_import.hpp"
+#include "frontend/import/onnx_tensor.hpp"
 
 #include <fstream>
 
@@ -366,6 +367,53 @@ TEST(OnnxImport, RuntimeComparisonsBecomeCompareOps) {
   mixed.output("y");
   const std::string message = importError(mixed.model());
   EXPECT_NE(message.find("Compare operands have different dtypes (f32 and int64)"), std::string::npos) << message;
+}
+
+// An empty tensor in raw_data (the ONNX node suite has some): no bytes, no values. Its
+// decoding copied 0 bytes to an empty vector's data(), which may be null, and memcpy with a
+// null pointer is undefined even for 0 bytes (found by UBSan, scripts/sanitize.sh).
+TEST(OnnxTensor, AnEmptyRawTensorDecodesToNoValues) {
+  for (const int32_t type : {onnx::TensorProto::FLOAT, onnx::TensorProto::INT64, onnx::TensorProto::FLOAT16}) {
+    onnx::TensorProto tensor;
+    tensor.set_name("empty");
+    tensor.add_dims(0);
+    tensor.add_dims(3);
+    tensor.set_data_type(type);
+    tensor.set_raw_data("");
+    const ir::TensorValue value = decodeOnnxTensor(tensor);
+    EXPECT_EQ(value.shape, (ir::Shape{0, 3})) << type;
+    EXPECT_TRUE(value.floats.empty() && value.ints.empty()) << type;
+  }
+}
+
+// ArgMax and OneHot add tensors to the graph as they import, and each held a reference to its
+// input's shape across those additions: when the graph's tensor vector grew there, the
+// reference dangled (ArgMax found by AddressSanitizer, scripts/sanitize.sh; OneHot had the
+// same pattern). Some number of nodes before them puts the growth inside each import; the ASan
+// build checks every access, other builds the shapes.
+TEST(OnnxImport, ArgMaxAndOneHotImportWhereverTheGraphGrows) {
+  for (int before = 0; before < 40; ++before) {
+    testing::OnnxBuilder b;
+    b.input("x", {-1, 5}).input("side", {-1, 2}).input("labels", {-1, 3}, onnx::TensorProto::INT64);
+    std::string side = "side";
+    for (int i = 0; i < before; ++i) {
+      const std::string next = "side" + std::to_string(i);
+      b.node("Relu", {side}, next);
+      side = next;
+    }
+    auto* depth = b.model().mutable_graph()->add_initializer();
+    depth->set_name("depth");
+    depth->set_data_type(onnx::TensorProto::INT64);
+    depth->add_int64_data(6);
+    b.weight("values", {2});
+    testing::setIntAttribute(b.node("ArgMax", {"x"}, "arg"), "axis", 1);
+    b.node("OneHot", {"labels", "depth", "values"}, "hot");
+    b.output("arg").output("hot").output(side);
+    const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});
+    ASSERT_EQ(model.graph.outputs().size(), 3u);
+    EXPECT_EQ(model.graph.tensor(model.graph.outputs()[0]).shape, (ir::Shape{4, 1})) << before;
+    EXPECT_EQ(model.graph.tensor(model.graph.outputs()[1]).shape, (ir::Shape{4, 3, 6})) << before;
+  }
 }
 
 }  // namespace

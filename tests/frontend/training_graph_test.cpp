@@ -100,6 +100,32 @@ TEST(TrainingGraph, SharedTensorGradientsAreSummed) {
   EXPECT_EQ(sums, 1);
 }
 
+// A mean's gradient is dy broadcast back to the input's shape, scaled by the count: the builder
+// held the input's shape through a reference into the graph's tensors while it added the
+// gradient's tensors, and when the tensor vector grew there the reference dangled (a
+// heap-use-after-free found by ASan, scripts/sanitize.sh, in the Python tests). Constants
+// before the reduction put that growth at every point of the gradient's construction; the
+// ASan build checks every access, other builds the gradient's shape.
+TEST(TrainingGraph, AMeansGradientBuildsWhereverTheGraphGrows) {
+  for (int before = 0; before < 40; ++before) {
+    ImportedModel model;
+    ir::Graph& g = model.graph;
+    for (int i = 0; i < before; ++i) g.addConstant("pad" + std::to_string(i), {1}, DType::kF32);
+    const int w = g.addWeight("w", {4, 6, 3}, DType::kF32);
+    g.markOutput(g.reduce("mean", w, ir::Reduction::kMean, {2}, false));
+    model.batch = 4;
+    const ir::Graph graph = buildTrainingGraph(model, TrainingOptions{});
+    bool broadcast = false;
+    for (const ir::Op& op : graph.ops()) {
+      if (op.type == ir::OpType::kBroadcastTo) {
+        broadcast = true;
+        EXPECT_EQ(graph.tensor(op.outputs[0]).shape, (ir::Shape{4, 6, 3})) << before;
+      }
+    }
+    EXPECT_TRUE(broadcast) << before;
+  }
+}
+
 TEST(TrainingGraph, InferenceDropsTheModelsLoss) {
   auto b = testing::OnnxBuilder::mlpWithLoss();
   const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{4});

@@ -227,6 +227,17 @@ TEST(CudaHostDevice, PacksInt8OperandsIntoBytesAndWidensInt32SumsBack) {
 
 // report.json's per_op[].kernel: what ran each op. On the host device, the CPU executor's loops
 // stand in for cuBLAS and cuDNN, and the project's kernels run as they would on a GPU.
+// An empty tensor's bytes are an empty std::vector, whose data() may be null: copying no bytes
+// from or to it is no copy at all (memcpy with a null pointer is undefined even for 0 bytes;
+// found by UBSan, scripts/sanitize.sh, in the ONNX node suite).
+TEST(CudaHostDevice, CopiesOfNoBytesTakeNullPointers) {
+  cuda::HostDevice device;
+  void* buffer = device.allocate(0);
+  device.upload(buffer, nullptr, 0);
+  device.download(nullptr, buffer, 0);
+  device.zero(nullptr, 0);
+}
+
 TEST(CudaHostDevice, NamesWhatRunsEachOp) {
   ir::Graph step;
   const int a = step.addInput("a", {2, 3}, DType::kF32, ir::TensorRole::kInput);
