@@ -11,6 +11,7 @@
 #include "frontend/passes/pipeline_stages.hpp"
 #include "frontend/program_io.hpp"
 #include "frontend/train/graph_transforms.hpp"
+#include "report/instruction_ops.hpp"
 #include "report/mfu_section.hpp"
 #include "report/report.hpp"
 #include "sim/chip/driver.hpp"
@@ -82,10 +83,10 @@ bool isLossScaling(const std::string& op) {
 // rematerialization's recomputations, ".remat", run there too), and the update (optimizer ops, the data-parallel
 // gradient all-reduces, loss scaling).
 enum class Phase { kForward, kBackward, kUpdate };
-Phase phaseOf(const program::Instruction& ins) {
+Phase phaseOf(const program::Instruction& ins, const std::string& op_type) {
   const std::string& op = ins.op();
   const bool data_parallel = op.size() > 11 && op.compare(op.size() - 11, 11, ".all_reduce") == 0;
-  if (ins.op_type() == "SgdUpdate" || ins.op_type() == "OptimizerUpdate" || data_parallel || isLossScaling(op)) {
+  if (op_type == "SgdUpdate" || op_type == "OptimizerUpdate" || data_parallel || isLossScaling(op)) {
     return Phase::kUpdate;
   }
   return op.find(".grad") != std::string::npos || isRecomputation(op) ? Phase::kBackward : Phase::kForward;
@@ -100,9 +101,10 @@ struct StageTimes {
 // backward one; update: the rest of the step.
 StageTimes stageTimes(const program::ChipProgram& chip, const SimResult& result) {
   uint64_t forward_end = 0, backward_end = 0, flag_end = 0;
+  const InstructionOps ops = instructionOps(chip);
   for (const TimelineEvent& event : result.timeline.events()) {
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    const Phase phase = phaseOf(ins);
+    const Phase phase = phaseOf(ins, ops.opType(chip, static_cast<int>(event.instruction)));
     if (phase == Phase::kForward) forward_end = std::max(forward_end, event.end_cycle);
     if (phase == Phase::kBackward) backward_end = std::max(backward_end, event.end_cycle);
     if (ins.op() == "loss_scale.finite") flag_end = std::max(flag_end, event.end_cycle);

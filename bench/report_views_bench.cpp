@@ -68,8 +68,10 @@ BENCHMARK(BM_ReportHtml)->Unit(benchmark::kMillisecond);
 void BM_MemoryTimeline(benchmark::State& state) {
   const Step& step = resnet();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(
-        tpusim::memoryTimeline(step.program.chips(0), step.result.timeline, step.result.total_cycles).peak);
+    benchmark::DoNotOptimize(tpusim::memoryTimeline(step.program.chips(0),
+                                                    tpusim::instructionOps(step.program.chips(0)), step.result.timeline,
+                                                    step.result.total_cycles)
+                                 .peak);
   }
   countInstructions(state);
 }

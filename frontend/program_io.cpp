@@ -69,10 +69,11 @@ program::Program readProgram(const std::string& path) {
   if (!parsed || program.format() != kProgramFormat) {
     throw Error(ErrorKind::kInvalidInput, path + ": not a tpusim Program file");
   }
-  if (program.schema_version() != kProgramSchemaVersion) {
+  if (!readableProgramSchema(program.schema_version())) {
     throw Error(ErrorKind::kInvalidInput,
                 path + ": Program schema version " + std::to_string(program.schema_version()) +
-                    " is not supported (this tpusim reads " + std::to_string(kProgramSchemaVersion) + ")");
+                    " is not supported (this tpusim reads " + std::to_string(kOldestProgramSchemaVersion) + " to " +
+                    std::to_string(kProgramSchemaVersion) + ")");
   }
   return program;
 }

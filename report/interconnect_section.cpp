@@ -10,6 +10,7 @@
 
 #include "report/intervals.hpp"
 #include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -165,7 +166,7 @@ nlohmann::ordered_json interconnectEntry(const program::Program& program, const 
     if (ins.unit() != program::ICI) continue;
     const program::Collective& c = ins.collective();
     nlohmann::ordered_json record;
-    record["name"] = ins.name();
+    record["name"] = instructionName(ins);
     record["op"] = ins.op();
     record["kind"] = collectiveKindName(c.kind());
     record["algorithm"] = algorithmName(c.algorithm());

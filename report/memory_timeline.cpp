@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "report/utilization_windows.hpp"
@@ -65,25 +64,19 @@ class RangeUnion {
 
 }  // namespace
 
-MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& timeline, uint64_t total_cycles) {
-  // Each op's span: its first instruction's start to its last one's end (ops numbered once,
-  // by name, so the events do not look names up).
-  std::vector<int> op_of(static_cast<size_t>(chip.instructions_size()));
-  std::unordered_map<std::string, int> op_numbers;
-  for (int i = 0; i < chip.instructions_size(); ++i) {
-    op_of[static_cast<size_t>(i)] =
-        op_numbers.try_emplace(chip.instructions(i).op(), static_cast<int>(op_numbers.size())).first->second;
-  }
-  std::vector<std::pair<uint64_t, uint64_t>> spans(op_numbers.size(), {kNever, 0});
+MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const InstructionOps& ops, const Timeline& timeline,
+                              uint64_t total_cycles) {
+  // Each op's span: its first instruction's start to its last one's end.
+  std::vector<std::pair<uint64_t, uint64_t>> spans(static_cast<size_t>(ops.count), {kNever, 0});
   for (const TimelineEvent& event : timeline.events()) {
-    auto& span = spans[static_cast<size_t>(op_of[static_cast<size_t>(event.instruction)])];
+    auto& span = spans[static_cast<size_t>(ops.op_of[static_cast<size_t>(event.instruction)])];
     span.first = std::min(span.first, event.start_cycle);
     span.second = std::max(span.second, event.end_cycle);
   }
   std::vector<Access> access(static_cast<size_t>(chip.buffers_size()));
   for (const TimelineEvent& event : timeline.events()) {
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    const auto& [op_start, op_end] = spans[static_cast<size_t>(op_of[static_cast<size_t>(event.instruction)])];
+    const auto& [op_start, op_end] = spans[static_cast<size_t>(ops.op_of[static_cast<size_t>(event.instruction)])];
     for (uint32_t id : ins.reads()) {
       Access& a = access[id];
       a.read = true;

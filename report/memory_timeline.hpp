@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/instruction_ops.hpp"
 #include "sim/common/timeline.hpp"
 #include "traces/program.pb.h"
 
@@ -25,7 +26,8 @@ struct MemoryTimeline {
   uint64_t peak = 0, peak_cycle = 0;  // over the step, and the first cycle it is reached
 };
 
-MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const Timeline& timeline, uint64_t total_cycles);
+MemoryTimeline memoryTimeline(const program::ChipProgram& chip, const InstructionOps& ops, const Timeline& timeline,
+                              uint64_t total_cycles);
 
 nlohmann::ordered_json memoryTimelineSection(const MemoryTimeline& memory);
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
-#include <unordered_map>
 
 #include "report/cmem_section.hpp"
+#include "report/instruction_ops.hpp"
 #include "report/interconnect_section.hpp"
 #include "report/memory_timeline.hpp"
 #include "report/mfu_section.hpp"
@@ -15,6 +15,7 @@
 #include "report/step_breakdown.hpp"
 #include "sim/common/atomic_file.hpp"
 #include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -156,7 +157,8 @@ struct PerOp {
 // What each IR op (and each layer) cost: busy cycles per unit kind, summed over the
 // chip's units, and the cycles its busiest kind needs at the least (busy cycles per
 // unit of that kind): the op's time if nothing overlapped it.
-PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, const HardwareParams& hw) {
+PerOp perOpEntries(const program::ChipProgram& chip, const InstructionOps& ops, const SimResult& result,
+                   const HardwareParams& hw) {
   struct Totals {
     uint64_t instructions = 0, mxu = 0, vpu = 0, dma = 0, flops = 0, hbm_bytes = 0;
     uint64_t mxu_wait = 0, folds = 0, macs = 0, stream = 0, stall = 0, fill_drain = 0;
@@ -197,14 +199,12 @@ PerOp perOpEntries(const program::ChipProgram& chip, const SimResult& result, co
     }
     bound(t, entry);
   };
-  std::unordered_map<std::string, size_t> index;
-  for (int i = 0; i < chip.ops_size(); ++i) index.emplace(chip.ops(i).op(), static_cast<size_t>(i));
   std::vector<Totals> totals(static_cast<size_t>(chip.ops_size()));
   for (const TimelineEvent& event : result.timeline.events()) {
+    const int op = ops.op_of[static_cast<size_t>(event.instruction)];
+    if (op >= chip.ops_size()) continue;  // no lowering record
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    auto found = index.find(ins.op());
-    if (found == index.end()) continue;
-    Totals& t = totals[found->second];
+    Totals& t = totals[static_cast<size_t>(op)];
     const uint64_t busy = event.end_cycle - event.start_cycle;
     ++t.instructions;
     t.start = std::min(t.start, event.start_cycle);
@@ -332,12 +332,13 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
 
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();
   const program::ChipProgram& chip = program.chips(0);
+  const InstructionOps op_numbers = instructionOps(chip);
   for (const TimelineEvent& event : result.timeline.events()) {
     if (!info.instruction_timeline) break;
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
     nlohmann::ordered_json op;
-    op["name"] = ins.name();
-    op["type"] = ins.op_type();
+    op["name"] = instructionName(ins);
+    op["type"] = op_numbers.opType(chip, static_cast<int>(event.instruction));
     op["op"] = ins.op();
     op["unit"] = result.timeline.unitNames()[event.unit];
     op["unit_kind"] = unitKindName(ins.unit());
@@ -349,10 +350,11 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   }
   report["ops"] = ops;
   report["memory"] = memoryEntry(chip, hw);
-  report["memory_timeline"] = memoryTimelineSection(memoryTimeline(chip, result.timeline, result.total_cycles));
+  report["memory_timeline"] =
+      memoryTimelineSection(memoryTimeline(chip, op_numbers, result.timeline, result.total_cycles));
   report["hbm"] = hbmEntry(result, hw);
   report["dma"] = dmaEntries(result);
-  const PerOp per_op = perOpEntries(chip, result, hw);
+  const PerOp per_op = perOpEntries(chip, op_numbers, result, hw);
   report["per_op"] = per_op.ops;
   report["layers"] = per_op.layers;
   report["cmem"] = cmemSection(chip, result, hw);

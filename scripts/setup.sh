@@ -19,6 +19,7 @@ packages=(
   libboost-mpi-dev openmpi-bin  # tpusim sweep / autodistribute over MPI ranks (docs/sweep.md)
   libprotobuf-dev protobuf-compiler
   libspdlog-dev
+  libjemalloc-dev  # the tpusim binary's malloc (docs/performance.md, "Allocator")
   nlohmann-json3-dev
   libonnx-dev
   libgtest-dev libgmock-dev

@@ -12,6 +12,13 @@ cd "$root"
 "$bin" run traces/mlp.onnx --hw tpuv4 --out "$out" | grep -v '^report ' > tests/golden/mlp_tpuv4_training.txt
 "$bin" run traces/mlp.onnx --hw tpuv5e --mode inference --batch 128 --out "$out" | grep -v '^report ' \
   > tests/golden/mlp_tpuv5e_inference_b128.txt
+# ResNet-50's training step at batch 128, the one-chip speed case of docs/performance.md: the
+# summary, and digests of report.json and the CSVs (tests/e2e/test_cli.py), so that a change
+# meant only to make the simulator faster is seen to leave every figure as it was.
+"$bin" run traces/resnet50.onnx --batch 128 --no-instructions --no-progress --out "$out/resnet50" | grep -v '^report ' \
+  > tests/golden/resnet50_tpuv4_training_b128.txt
+(cd "$out/resnet50" && sha256sum report.json per_op.csv layers.csv units.csv) \
+  > tests/golden/resnet50_tpuv4_training_b128.sha256
 # The IR after each compiler pass, on the MLP at batch 4 (tests/e2e/test_passes.py).
 mkdir -p tests/golden/passes
 for pass in constant_fold dead_code fuse_elementwise placement mxu_padding memory_plan; do

@@ -1,4 +1,5 @@
 #include "apps/tpusim/commands.hpp"
+#include "apps/tpusim/keep_until_exit.hpp"
 #include "apps/tpusim/model_options.hpp"
 
 #include <cstdio>
@@ -61,12 +62,14 @@ int runCommand(const std::vector<std::string>& args) {
       "precision-rule", po::value(&o.training.precision_rule),
       "adaptive precision by rule: \"FROM->TO when STATISTIC>NUMBER [for N]\" on each real step's gradients "
       "(grad_norm, grad_norm_ratio, loss, loss_scale_overflows)")(
-      "precision-rule-steps", po::value(&o.training.precision_rule_steps)->default_value(o.training.precision_rule_steps),
+      "precision-rule-steps",
+      po::value(&o.training.precision_rule_steps)->default_value(o.training.precision_rule_steps),
       "training steps of a --precision-rule run, each evaluated for real")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)")(
       "no-progress", po::bool_switch(&no_progress),
-      "print no progress on stderr (otherwise a run past a second shows a bar on a terminal, a line each 10 s in a log)");
+      "print no progress on stderr (otherwise a run past a second shows a bar on a terminal, a line each 10 s in a "
+      "log)");
   StrategyOptions strategy;
   addStrategyOptions(desc, strategy);
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
@@ -79,7 +82,7 @@ int runCommand(const std::vector<std::string>& args) {
   request.steps = steps;
   applyStrategyOptions(strategy, request);
   if (!no_progress) request.progress = progressTo(std::cerr, isatty(STDERR_FILENO) != 0);
-  const RunOutcome outcome = runRequest(request);
+  RunOutcome outcome = runRequest(request);
   const std::string report_path = (std::filesystem::path(out_dir) / "report.json").string();
   const std::vector<std::string> views = writeRunFiles(outcome, out_dir);
   std::cout << summarizeReport(outcome.report);
@@ -93,6 +96,7 @@ int runCommand(const std::vector<std::string>& args) {
   for (const std::string& name : views) std::cout << " " << name;
   if (no_instructions) std::cout << " (no timeline.csv, trace.json: --no-instructions)";
   std::cout << "\n";
+  keepUntilExit(std::move(outcome.program));
   return 0;
 }
 
@@ -110,7 +114,7 @@ int compileCommand(const std::vector<std::string>& args) {
   const RunRequest request = toRequest(o);
   const HardwareParams hw = resolveHardware(request);
   std::vector<PassTiming> timings;
-  const program::Program program = compileRequest(request, hw, &timings);
+  program::Program program = compileRequest(request, hw, &timings);
   writeProgram(program, output);
   std::cout << "wrote " << output << " (" << program.chips(0).instructions_size() << " instructions for " << hw.name()
             << ")\n";
@@ -124,6 +128,7 @@ int compileCommand(const std::vector<std::string>& args) {
     }
     std::printf("%-28s %10.2f\n", "total", total * 1e3);
   }
+  keepUntilExit(std::move(program));
   return 0;
 }
 

@@ -284,9 +284,8 @@ program::Instruction& Lowerer::newInstruction(const ir::Op& op, const std::strin
                                               uint32_t core, uint32_t unit_index) {
   program::Instruction* ins = m_chip.add_instructions();
   ins->set_id(static_cast<uint32_t>(m_chip.instructions_size() - 1));
-  ins->set_name(op.name + ".c" + std::to_string(core) + "." + part);
+  ins->set_part(part);  // its name is "<op>.c<core>.<part>" (instructionName)
   ins->set_op(op.name);
-  ins->set_op_type(ir::opTypeName(op.type));
   ins->set_unit(unit);
   ins->set_core(core);
   ins->set_unit_index(unit_index);
@@ -305,9 +304,7 @@ uint32_t Lowerer::load(const ir::Op& op, uint32_t core, const std::string& part,
   ins.add_writes(vmem);
   std::vector<uint32_t> all = deps;
   Hazards& hazards = m_hazards[hbm];
-  for (const Access& writer : hazards.writers) {
-    if (writer.range.overlaps(range)) all.push_back(writer.instruction);
-  }
+  hazards.writers.appendOverlapping(range, all);
   addDeps(ins, std::move(all));
   hazards.readers.push_back({range, ins.id()});
   m_last_load[core] = ins.id();
@@ -324,12 +321,8 @@ uint32_t Lowerer::store(const ir::Op& op, uint32_t core, const std::string& part
   ins.add_writes(hbm);
   std::vector<uint32_t> all = deps;
   const Hazards& hazards = m_hazards[hbm];
-  for (const Access& reader : hazards.readers) {
-    if (reader.range.overlaps(range)) all.push_back(reader.instruction);  // write after read
-  }
-  for (const Access& writer : hazards.writers) {
-    if (writer.range.overlaps(range)) all.push_back(writer.instruction);  // write after write
-  }
+  hazards.readers.appendOverlapping(range, all);  // write after read
+  hazards.writers.appendOverlapping(range, all);  // write after write
   // The bytes may have held a tensor that is dead now; its last readers are loads emitted
   // before this op, and each core's loads run in order on its engine 0.
   const int out = op.outputs[0];
@@ -343,7 +336,7 @@ uint32_t Lowerer::store(const ir::Op& op, uint32_t core, const std::string& part
 uint32_t Lowerer::vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
                                     uint64_t elements, uint32_t ops_per_element, DType dtype,
                                     const std::vector<uint32_t>& reads, uint32_t write, uint64_t bytes,
-                                    const std::vector<uint32_t>& deps) {
+                                    std::vector<uint32_t> deps) {
   program::Instruction& ins = newInstruction(op, part, program::VPU, core, 0);
   program::VectorOp* vector = ins.mutable_vector();
   vector->set_kind(kind);
@@ -354,13 +347,13 @@ uint32_t Lowerer::vectorInstruction(const ir::Op& op, const std::string& part, u
   ins.set_bytes(bytes);
   for (uint32_t vmem : reads) ins.add_reads(vmem);
   ins.add_writes(write);
-  addDeps(ins, deps);
+  addDeps(ins, std::move(deps));
   return ins.id();
 }
 
 void Lowerer::finish(const ir::Op& op, std::vector<Access> stores) {
   Hazards& hazards = m_hazards[hbmOf(op.outputs[0])];
-  hazards.writers = std::move(stores);
+  hazards.writers.assign(std::move(stores));
   hazards.readers.clear();
 }
 
@@ -406,8 +399,8 @@ uint32_t Lowerer::scratchBuffer(uint64_t bytes) {
   return m_scratch;
 }
 
-Lowerer::Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
-                                        const std::vector<uint32_t>& partials) {
+Access Lowerer::addPartialSums(const ir::Op& op, uint32_t scratch, uint64_t offset, uint64_t count,
+                               const std::vector<uint32_t>& partials) {
   const ir::Tensor& out = m_graph.tensor(op.outputs[0]);
   const uint64_t bytes = out.bytes() * count;
   const uint32_t gathered = addVmem(op, 0, "partials", out.dtype, bytes);

@@ -127,9 +127,9 @@ std::vector<uint32_t> Lowerer::emitFusedTile(Fused& fused, const std::string& pa
     const uint64_t elements = fractionOf(static_cast<uint64_t>(ir::elementCount(out.shape)), part_size, whole_size);
     const bool leaves_chip = !m_on_chip[static_cast<size_t>(output)];
     if (leaves_chip) converts += packOps(out.dtype);
-    const uint32_t vpu =
-        vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE, elements,
-                          vectorOpsPerElement(op) + converts, out.dtype, reads, out_buffer, touched + out_bytes, deps);
+    const uint32_t vpu = vectorInstruction(op, part.empty() ? "vpu" : part + ".vpu", core, program::ELEMENTWISE,
+                                           elements, vectorOpsPerElement(op) + converts, out.dtype, reads, out_buffer,
+                                           touched + out_bytes, std::move(deps));
     here[output] = {out_buffer, vpu};
     done.push_back(vpu);
     if (leaves_chip) {
@@ -160,7 +160,7 @@ void Lowerer::accumulateFusedTile(Fused& fused, size_t index, const std::string&
   const uint32_t added =
       vectorInstruction(op, part.empty() ? "acc.vpu" : part + ".acc.vpu", fused.core, program::REDUCTION, elements,
                         vectorOpsPerElement(op), out.dtype, {tile_buffer, acc->second.first}, acc->second.first,
-                        fractionOf(in.bytes(), part_size, whole_size) + out.bytes(), deps);
+                        fractionOf(in.bytes(), part_size, whole_size) + out.bytes(), std::move(deps));
   acc->second.second = added;
   done.push_back(added);
 }

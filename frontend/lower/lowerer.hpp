@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
+#include "frontend/lower/access_list.hpp"
 #include "frontend/lower/lower.hpp"
 #include "frontend/lower/tiling.hpp"
 #include "frontend/passes/memory_plan.hpp"
@@ -27,12 +28,6 @@
 #include "traces/program.pb.h"
 
 namespace tpusim::lowering {
-
-struct ByteRange {
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  bool overlaps(const ByteRange& other) const { return begin < other.end && other.begin < end; }
-};
 
 // [begin, end) along one dimension of a tile.
 struct Span {
@@ -81,13 +76,9 @@ class Lowerer {
   void run();
 
  private:
-  struct Access {
-    ByteRange range;
-    uint32_t instruction;
-  };
   struct Hazards {
-    std::vector<Access> writers;  // the stores whose writes are the buffer's current contents
-    std::vector<Access> readers;  // the loads that read it since
+    AccessList writers;  // the stores whose writes are the buffer's current contents
+    AccessList readers;  // the loads that read it since
   };
 
   // ---- lower.cpp: buffers, instructions, transfers
@@ -134,7 +125,7 @@ class Lowerer {
   uint32_t vectorInstruction(const ir::Op& op, const std::string& part, uint32_t core, program::VectorKind kind,
                              uint64_t elements, uint32_t ops_per_element, DType dtype,
                              const std::vector<uint32_t>& reads, uint32_t write, uint64_t bytes,
-                             const std::vector<uint32_t>& deps);
+                             std::vector<uint32_t> deps);
   // The op's output now holds what `stores` wrote.
   void finish(const ir::Op& op, std::vector<Access> stores);
   void recordLowering(const ir::Op& op, const std::string& tiling, uint64_t tiles, uint64_t vmem_bytes);

@@ -136,6 +136,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw, co
 
   SimResult result;
   result.stats = std::make_unique<StatsRegistry>();
+  result.timeline.reserve(static_cast<size_t>(program.chips(0).instructions_size()));
   result.clock_hz = config.chip().clock_mhz() * 1e6;
   Counter& total_cycles = result.stats->counter("sim.total_cycles", "cycles",
                                                 "cycles from the first instruction issued to the last retired");

@@ -18,9 +18,19 @@ namespace {
   throw Error(ErrorKind::kInvalidInput, message);
 }
 
+// "instruction N (its name)" for an error message, made only when one is thrown: a
+// Program has a million instructions and nearly always passes.
+struct Where {
+  const program::Instruction& ins;
+  uint32_t index;
+};
+std::string operator+(const Where& where, const std::string& rest) {
+  return "instruction " + std::to_string(where.index) + " (" + instructionName(where.ins) + ")" + rest;
+}
+
 // A descriptor's HBM bytes lie inside the HBM buffer it names (the first HBM buffer the
 // instruction reads for a load, writes for a store) and inside HBM.
-void checkDescriptor(const program::ChipProgram& chip, const program::Instruction& ins, const std::string& where,
+void checkDescriptor(const program::ChipProgram& chip, const program::Instruction& ins, const Where& where,
                      const config::HardwareConfig& hw) {
   const program::DmaTransfer& dma = ins.dma();
   const bool load = dma.src() == program::HBM;
@@ -62,7 +72,7 @@ void checkDescriptor(const program::ChipProgram& chip, const program::Instructio
 
 void checkInstruction(const program::Program& program, const program::ChipProgram& chip,
                       const program::Instruction& ins, uint32_t index, const config::HardwareConfig& hw) {
-  const std::string where = "instruction " + std::to_string(index) + " (" + ins.name() + ")";
+  const Where where{ins, index};
   if (ins.id() != index) fail(where + " has id " + std::to_string(ins.id()) + "; ids must equal positions");
   for (uint32_t dep : ins.deps()) {
     if (dep >= index) {
@@ -82,7 +92,7 @@ void checkInstruction(const program::Program& program, const program::ChipProgra
     fail(where + " runs on core " + std::to_string(ins.core()) + " but " + hw.name() + " has " +
          std::to_string(hw.chip().tensor_cores()) + " TensorCore(s)");
   }
-  const auto checkMxuDTypes = [&](const program::MatMul& mm, const std::string& at) {
+  const auto checkMxuDTypes = [&](const program::MatMul& mm, const Where& at) {
     // What the MXU multiplies (docs/mxu.md): bf16, f16 and int8 in one pass, f32 in 1, 3 or 6 bf16 passes.
     const program::DType in = mm.input_dtype(), acc = mm.accumulate_dtype();
     const bool pair_ok = ((in == program::BF16 || in == program::F16 || in == program::F32) && acc == program::F32) ||
@@ -165,9 +175,10 @@ uint32_t programDTypeBytes(program::DType dtype) {
 
 void validateProgram(const program::Program& program, const config::HardwareConfig& hw) {
   if (program.format() != kProgramFormat) fail("not a tpusim Program (format field is '" + program.format() + "')");
-  if (program.schema_version() != kProgramSchemaVersion) {
+  if (!readableProgramSchema(program.schema_version())) {
     fail("Program schema version " + std::to_string(program.schema_version()) +
-         " is not supported (this tpusim reads " + std::to_string(kProgramSchemaVersion) + ")");
+         " is not supported (this tpusim reads " + std::to_string(kOldestProgramSchemaVersion) + " to " +
+         std::to_string(kProgramSchemaVersion) + ")");
   }
   if (program.chips_size() == 0) fail("the Program has no chips");
   for (const program::ChipProgram& chip : program.chips()) {

@@ -30,6 +30,9 @@ class Timeline {
   uint32_t addUnit(const std::string& name);
   const std::vector<std::string>& unitNames() const { return m_units; }
 
+  // Room for `events` events (a Program's instruction count), so that a million-event run
+  // does not copy its timeline as it grows.
+  void reserve(size_t events) { m_events.reserve(events); }
   void record(const TimelineEvent& event) { m_events.push_back(event); }
   // Events in retirement order (deterministic: SystemC runs processes in a fixed order).
   const std::vector<TimelineEvent>& events() const { return m_events; }

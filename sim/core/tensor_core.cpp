@@ -1,6 +1,7 @@
 #include "sim/core/tensor_core.hpp"
 
 #include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -41,7 +42,7 @@ ExecUnit& TensorCore::unitFor(const program::Instruction& instruction) {
     case program::DMA: return *m_dma.at(instruction.unit_index());
     default: break;
   }
-  throw Error(ErrorKind::kInternal, "instruction " + instruction.name() + " has no unit");
+  throw Error(ErrorKind::kInternal, "instruction " + instructionName(instruction) + " has no unit");
 }
 
 void TensorCore::sequence() {
@@ -64,7 +65,7 @@ void TensorCore::sequence() {
     } else if (m_ici) {
       m_ici->write(instruction);
     } else {
-      throw Error(ErrorKind::kInternal, "collective " + instruction->name() + " on a chip with no ICI port");
+      throw Error(ErrorKind::kInternal, "collective " + instructionName(*instruction) + " on a chip with no ICI port");
     }
   }
   for (auto& mxu : m_mxus) mxu->issue(nullptr);

@@ -1,6 +1,7 @@
 #include "sim/core/vector_unit.hpp"
 
 #include "sim/common/error.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -19,7 +20,7 @@ VectorUnit::VectorUnit(sc_core::sc_module_name name, const std::string& stat_pre
 
 void VectorUnit::execute(const program::Instruction& instruction) {
   if (!instruction.has_vector()) {
-    throw Error(ErrorKind::kInternal, "vector unit received non-vector instruction " + instruction.name());
+    throw Error(ErrorKind::kInternal, "vector unit received non-vector instruction " + instructionName(instruction));
   }
   const program::VectorOp& op = instruction.vector();
   m_element_ops.add(op.elements() * op.ops_per_element());

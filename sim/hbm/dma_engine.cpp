@@ -4,6 +4,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/hbm/hbm_access.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -74,7 +75,7 @@ void DmaEngine::dispatch(const program::Instruction& instruction, const Timeline
 
 void DmaEngine::execute(const program::Instruction& instruction) {
   if (!instruction.has_dma()) {
-    throw Error(ErrorKind::kInternal, "DMA engine received non-DMA instruction " + instruction.name());
+    throw Error(ErrorKind::kInternal, "DMA engine received non-DMA instruction " + instructionName(instruction));
   }
   const program::DmaTransfer& dma = instruction.dma();
   tlm::tlm_generic_payload payload;

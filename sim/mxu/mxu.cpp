@@ -2,6 +2,7 @@
 
 #include "sim/common/error.hpp"
 #include "sim/mxu/pe_array.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 
@@ -48,7 +49,7 @@ Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const Uni
 
 void Mxu::execute(const program::Instruction& instruction) {
   if (!instruction.has_matmul()) {
-    throw Error(ErrorKind::kInternal, "MXU received non-matmul instruction " + instruction.name());
+    throw Error(ErrorKind::kInternal, "MXU received non-matmul instruction " + instructionName(instruction));
   }
   const MatmulShape given = matmulShapeOf(instruction.matmul());
   const bool int8 = instruction.matmul().input_dtype() == program::INT8;

@@ -115,6 +115,11 @@ TEST(ProgramCheck, MalformedDescriptors) {
 
 TEST(ProgramCheck, FormatAndVersion) {
   testing::ProgramBuilder b;
+  b.program().set_schema_version(1);  // whole instruction names, as the builder gives them
+  EXPECT_EQ(problemWith(b.program()), "");
+  b.program().set_schema_version(0);
+  EXPECT_NE(problemWith(b.program()).find("schema version 0 is not supported (this tpusim reads 1 to 2)"),
+            std::string::npos);
   b.program().set_schema_version(99);
   EXPECT_NE(problemWith(b.program()).find("schema version 99"), std::string::npos);
   b.program().set_format("other");

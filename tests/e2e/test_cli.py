@@ -1,9 +1,13 @@
 """End-to-end tests of the tpusim CLI on the shipped trace, and its bad inputs."""
+import hashlib
 import json
 import pathlib
+import re
 import subprocess
 
 import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run(tpusim_bin, *args):
@@ -45,6 +49,20 @@ def test_compiled_program_runs_like_the_model(tpusim_bin, mlp_path, tmp_path):
         result = run(tpusim_bin, "run", str(path), "--hw", "tpuv5p", "--out", str(out))
         assert result.returncode == 0, result.stderr
         assert (out / "report.json").read_bytes() == expected
+
+
+def test_schema_1_program_runs_with_its_whole_instruction_names(tpusim_bin, tmp_path):
+    # Written before schema 2, which names instructions by part (traces/program.proto).
+    path = ROOT / "tests" / "data" / "programs" / "schema1_gemm_relu_training.tpuprog.txt"
+    text = path.read_text()
+    assert "schema_version: 1" in text
+    stored = set(re.findall(r'^    name: "([^"]*)"$', text, re.MULTILINE))
+    result = run(tpusim_bin, "run", str(path), "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    names = {op["name"] for op in report["ops"]}
+    assert names and names <= stored
+    assert all(op["type"] for op in report["ops"])
 
 
 def test_program_batch_and_mode_cannot_be_changed(tpusim_bin, mlp_path, tmp_path):
@@ -212,6 +230,19 @@ def test_summary_matches_golden(tpusim_bin, mlp_path, tmp_path, golden, args):
     assert result.returncode == 0, result.stderr
     summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
     assert summary == (GOLDEN / golden).read_text()
+
+
+def test_resnet50_step_matches_its_golden_summary_and_report_digests(tpusim_bin, tmp_path):
+    """The one-chip speed case (docs/performance.md): its summary and the bytes of report.json
+    and the CSVs, so that a change meant only for speed is seen to move no figure."""
+    result = run(tpusim_bin, "run", str(ROOT / "traces" / "resnet50.onnx"), "--batch", "128", "--no-instructions",
+                 "--no-progress", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    summary = "".join(line + "\n" for line in result.stdout.splitlines() if not line.startswith("report "))
+    assert summary == (GOLDEN / "resnet50_tpuv4_training_b128.txt").read_text()
+    for line in (GOLDEN / "resnet50_tpuv4_training_b128.sha256").read_text().splitlines():
+        digest, name = line.split()
+        assert hashlib.sha256((tmp_path / name).read_bytes()).hexdigest() == digest, name
 
 
 def mxu_flops_by_type(report):

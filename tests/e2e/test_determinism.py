@@ -46,3 +46,19 @@ def test_python_runs_in_one_process_are_identical():
     reports = [json.dumps(tpusim.run(str(ROOT / "traces" / "mlp.onnx"), batch=8, progress=False), sort_keys=True)
                for _ in range(3)]
     assert reports[0] == reports[1] == reports[2]
+
+
+def test_python_reports_do_not_depend_on_what_ran_before():
+    """Run order: a model's report is the same first in a process, after other models, with
+    other presets and a slice in between, and after a failed run."""
+    def report(trace, **options):
+        return json.dumps(tpusim.run(str(ROOT / "traces" / trace), progress=False, **options), sort_keys=True)
+
+    first = report("mlp.onnx", batch=8)
+    bert = report("bert_base.onnx", batch=1, mode="inference", instructions=False)
+    report("dlrm.onnx", batch=4, hw="tpuv5e", mode="inference")
+    report("mlp.onnx", batch=8, topology="2x2x1")
+    with pytest.raises(tpusim.Error, match="of HBM"):  # a batch beyond HBM
+        tpusim.run(str(ROOT / "traces" / "resnet50.onnx"), batch=4096, progress=False)
+    assert report("mlp.onnx", batch=8) == first
+    assert report("bert_base.onnx", batch=1, mode="inference", instructions=False) == bert

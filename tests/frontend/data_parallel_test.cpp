@@ -14,6 +14,8 @@
 #include "sim/common/error.hpp"
 #include "sim/interconnect/collectives.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "tests/support/op_types.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -101,7 +103,7 @@ TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
       added += add.vector().elements();
     }
     EXPECT_EQ(added, allReduceReducedBytes(*options.topology, c.bytes(), AllReduceAlgorithm::kTorus, 0) / 4)
-        << ins.name();
+        << instructionName(ins);
   }
   EXPECT_EQ(collectives, 4);
 }
@@ -114,11 +116,12 @@ TEST(DataParallel, ReductionAddsWaitUntilTheirResultIsRead) {
   options.topology = Topology::parse(TopologyKind::kTorus3d, "4x4x4");
   const program::ChipProgram chip = compileGraph(mlpGraph(), hw, options).program.chips(0);
   uint32_t last_matmul = 0, first_add = UINT32_MAX, last_add = 0, first_update = UINT32_MAX;
+  const testing::OpTypes types(chip);
   for (const program::Instruction& ins : chip.instructions()) {
     if (ins.unit() == program::MXU) last_matmul = ins.id();
     const bool add = ins.unit() == program::VPU && ins.op().find(".all_reduce") != std::string::npos;
     if (add) first_add = std::min(first_add, ins.id()), last_add = ins.id();
-    if (ins.op_type() == "SgdUpdate") first_update = std::min(first_update, ins.id());
+    if (types.of(ins) == "SgdUpdate") first_update = std::min(first_update, ins.id());
   }
   EXPECT_GT(first_add, last_matmul);
   EXPECT_LT(first_add, first_update);
@@ -212,8 +215,9 @@ TEST(DataParallel, AnAllReduceThatDoesNotMatchTheSliceIsAnError) {
     compileGraph(g, HardwareParams::load("tpuv4"), options);
     FAIL() << "expected an error";
   } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "op 'ar': an all-reduce across 3 replicas needs an ICI slice of a multiple of as many chips (--topology)");
+    EXPECT_EQ(
+        std::string(error.what()),
+        "op 'ar': an all-reduce across 3 replicas needs an ICI slice of a multiple of as many chips (--topology)");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "frontend/lower/lower.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -31,8 +32,8 @@ void expectInsideBuffers(const program::ChipProgram& chip) {
     const program::Buffer& buffer = hbmSide(chip, ins);
     const uint64_t end =
         d.rows() > 1 ? d.hbm_address() + (d.rows() - 1) * d.row_stride() + d.row_bytes() : d.hbm_address() + d.bytes();
-    EXPECT_GE(d.hbm_address(), buffer.offset()) << ins.name();
-    EXPECT_LE(end, buffer.offset() + buffer.bytes()) << ins.name();
+    EXPECT_GE(d.hbm_address(), buffer.offset()) << instructionName(ins);
+    EXPECT_LE(end, buffer.offset() + buffer.bytes()) << instructionName(ins);
   }
 }
 
@@ -55,21 +56,21 @@ TEST(DmaDescriptors, ColumnBlocksOfTheWeightAreStrided) {
     if (!ins.has_dma()) continue;
     const program::DmaTransfer& d = ins.dma();
     const uint64_t base = hbmSide(chip, ins).offset();
-    if (ins.name().find("load.rhs.n") != std::string::npos) {
+    if (instructionName(ins).find("load.rhs.n") != std::string::npos) {
       // Block b: 1024 rows of n_block f32 from column b * n_block, one w row (16 KiB) apart.
-      EXPECT_EQ(d.hbm_address(), base + static_cast<uint64_t>(blocks) * n_block * 4) << ins.name();
+      EXPECT_EQ(d.hbm_address(), base + static_cast<uint64_t>(blocks) * n_block * 4) << instructionName(ins);
       EXPECT_EQ(d.rows(), 1024u);
       EXPECT_EQ(d.row_bytes(), n_block * 4);
       EXPECT_EQ(d.row_stride(), 4096u * 4);
       EXPECT_EQ(d.bytes(), 1024 * n_block * 4);
       ++blocks;
-    } else if (ins.name().find("load.lhs.m") != std::string::npos) {
-      EXPECT_EQ(d.rows(), 0u) << ins.name();  // whole rows of x: contiguous
-      EXPECT_EQ((d.hbm_address() - base) % (m_tile * 1024 * 4), 0u) << ins.name();
+    } else if (instructionName(ins).find("load.lhs.m") != std::string::npos) {
+      EXPECT_EQ(d.rows(), 0u) << instructionName(ins);  // whole rows of x: contiguous
+      EXPECT_EQ((d.hbm_address() - base) % (m_tile * 1024 * 4), 0u) << instructionName(ins);
       ++lhs_tiles;
     } else if (ins.dma().dst() == program::HBM) {
       // A y tile: up to m_tile rows of n_block f32, one y row apart.
-      EXPECT_LE(d.rows(), m_tile) << ins.name();
+      EXPECT_LE(d.rows(), m_tile) << instructionName(ins);
       EXPECT_EQ(d.row_bytes(), n_block * 4);
       EXPECT_EQ(d.row_stride(), 4096u * 4);
       stored += d.bytes();
@@ -95,7 +96,7 @@ TEST(DmaDescriptors, TilesOfAStreamedTensorFollowEachOther) {
     const program::DmaTransfer& d = ins.dma();
     const uint64_t at = d.hbm_address() - hbmSide(chip, ins).offset();
     uint64_t& next = d.src() == program::HBM ? next_load : next_store;
-    EXPECT_EQ(at, next) << ins.name();
+    EXPECT_EQ(at, next) << instructionName(ins);
     next = at + d.bytes();
   }
   EXPECT_EQ(next_load, 256u * 1024 * 1024);
@@ -112,7 +113,7 @@ TEST(DmaDescriptors, GatherRowsAreSpreadOverTheTable) {
   const program::ChipProgram& chip = program.chips(0);
   bool found = false;
   for (const program::Instruction& ins : chip.instructions()) {
-    if (ins.name().find("load.rows") == std::string::npos) continue;
+    if (instructionName(ins).find("load.rows") == std::string::npos) continue;
     found = true;
     // 32 rows of 256 B from 256,000 B: (256,000 - 256) / 31 = 8,249 B apart.
     EXPECT_EQ(ins.dma().rows(), 32u);

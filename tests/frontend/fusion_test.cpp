@@ -7,6 +7,7 @@
 
 #include "frontend/compile.hpp"
 #include "frontend/lower/lower.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -226,7 +227,8 @@ TEST(Fusion, AReductionFirstInAMatmulsEpilogueLeavesTheOtherOperandsStreaming) {
   const program::Program program = compileGraph(g, oneCore(), LowerOptions{"t", "inference", 1}).program;
   uint64_t q_loaded = 0;
   for (const auto& ins : program.chips(0).instructions()) {
-    if (ins.has_dma() && ins.dma().dst() == program::VMEM && ins.name().find("qfactor") != std::string::npos) {
+    if (ins.has_dma() && ins.dma().dst() == program::VMEM &&
+        instructionName(ins).find("qfactor") != std::string::npos) {
       q_loaded += ins.dma().bytes();
     }
   }

@@ -1,12 +1,16 @@
 #include "frontend/lower/lower.hpp"
 
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
 
+#include "frontend/compile.hpp"
+#include "frontend/import/onnx_import.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -28,7 +32,7 @@ TEST(Lower, DependenciesPointBackwardsAndFollowBuffers) {
   const program::Program program = lowerMlp(HardwareParams::load("tpuv4"));
   const program::ChipProgram& chip = program.chips(0);
   for (const auto& ins : chip.instructions()) {
-    for (uint32_t dep : ins.deps()) EXPECT_LT(dep, ins.id()) << ins.name();
+    for (uint32_t dep : ins.deps()) EXPECT_LT(dep, ins.id()) << instructionName(ins);
   }
   // Write after read: each earlier load of w1 is waited for by the store of w1's SGD update
   // that overwrites the bytes it read (the update is split over the cores by byte range).
@@ -177,6 +181,42 @@ TEST(Lower, F64MatmulIsUnsupportedAndF64VectorWorkMovesEightBytes) {
     if (ins.has_dma() && ins.dma().bytes() > 0) loaded = std::max<uint64_t>(loaded, ins.dma().bytes());
   }
   EXPECT_EQ(loaded, 4u * 8 * 8);  // a's 32 elements of 8 bytes
+}
+
+// The compiler writes an instruction's part and its op, not its name or its op's type
+// (traces/program.proto): every name must still come out unique and every op must have
+// the lowering record its type is read from.
+TEST(Lower, InstructionsNameTheirOpsRecordAndAreUniquelyNamed) {
+  OnnxImportOptions options;
+  options.batch = 1;
+  options.training = true;
+  const ImportedModel model = importOnnxFile(TPUSIM_SOURCE_DIR "/traces/bert_base.onnx", options);
+  const program::Program program = compileGraph(buildTrainingGraph(model, TrainingOptions{}),
+                                                HardwareParams::load("tpuv4"), LowerOptions{"bert", "training", 1})
+                                       .program;
+  const program::ChipProgram& chip = program.chips(0);
+  std::map<std::string, std::string> type_of;
+  for (const program::OpLowering& op : chip.ops()) type_of.emplace(op.op(), op.op_type());
+  std::set<std::string> names;
+  for (const program::Instruction& ins : chip.instructions()) {
+    EXPECT_TRUE(ins.name().empty() && ins.op_type().empty()) << instructionName(ins);
+    ASSERT_FALSE(ins.part().empty()) << instructionName(ins);
+    const auto record = type_of.find(ins.op());
+    ASSERT_NE(record, type_of.end()) << instructionName(ins) << " has no lowering record";
+    EXPECT_FALSE(record->second.empty()) << ins.op();
+    EXPECT_TRUE(names.insert(instructionName(ins)).second) << instructionName(ins) << " is not unique";
+  }
+  EXPECT_GT(names.size(), 10000u);
+}
+
+TEST(Lower, InstructionNameJoinsOpCoreAndPartOrKeepsAGivenName) {
+  program::Instruction ins;
+  ins.set_op("layer.conv");
+  ins.set_core(1);
+  ins.set_part("load.x.t3");
+  EXPECT_EQ(instructionName(ins), "layer.conv.c1.load.x.t3");
+  ins.set_name("given");  // schema 1 and hand-built Programs
+  EXPECT_EQ(instructionName(ins), "given");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "frontend/lower/lower.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/op_types.hpp"
 
 namespace tpusim {
 namespace {
@@ -54,7 +55,8 @@ TEST(Broadcast, GradientsSumOverBroadcastDimensions) {
   // It lowers, and every reshape is a view that moves no data.
   const program::Program program =
       lowerToProgram(training, HardwareParams::load("tpuv4"), LowerOptions{"t", "training", 12});
-  for (const auto& ins : program.chips(0).instructions()) EXPECT_NE(ins.op_type(), "Reshape");
+  const testing::OpTypes types(program.chips(0));
+  for (const auto& ins : program.chips(0).instructions()) EXPECT_NE(types.of(ins), "Reshape");
 }
 
 TEST(Broadcast, BatchedMatMulSplitsTheBatchOverCores) {
@@ -89,8 +91,9 @@ TEST(Lowering, UnaryTransposeAndConstantsBecomeVectorWork) {
   g.markOutput(t);
   const program::Program program = lowerToProgram(g, HardwareParams::load("tpuv5e"), LowerOptions{"t", "inference", 8});
   std::set<std::string> types;
+  const testing::OpTypes type_of(program.chips(0));
   for (const auto& ins : program.chips(0).instructions()) {
-    if (ins.unit() == program::VPU) types.insert(ins.op_type());
+    if (ins.unit() == program::VPU) types.insert(type_of.of(ins));
   }
   EXPECT_EQ(types, (std::set<std::string>{"Add", "Transpose", "Unary"}));
   bool constant_in_hbm = false;
@@ -121,8 +124,9 @@ TEST(Lowering, ConvolutionsAreImplicitGemmsOnTheMxus) {
   const program::Program program =
       lowerToProgram(training, HardwareParams::load("tpuv4"), LowerOptions{"c", "training", 8});
   std::map<std::string, uint64_t> flops;
+  const testing::OpTypes types(program.chips(0));
   for (const auto& ins : program.chips(0).instructions()) {
-    if (ins.unit() == program::MXU) flops[ins.op_type()] += ins.flops();
+    if (ins.unit() == program::MXU) flops[types.of(ins)] += ins.flops();
   }
   // Every pass does 2 x N x OH x OW x M x (C / group) x KH x KW flops.
   const uint64_t expected = 2ull * 8 * 14 * 14 * 32 * 8 * 3 * 3;

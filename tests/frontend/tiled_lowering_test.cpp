@@ -6,6 +6,7 @@
 
 #include "frontend/lower/lower.hpp"
 #include "frontend/lower/tiling.hpp"
+#include "traces/program_format.hpp"
 
 namespace tpusim {
 namespace {
@@ -110,7 +111,7 @@ TEST(TiledLowering, ConsumersWaitOnlyForTheTilesTheyRead) {
     if (ins.op() != "second" || !ins.has_dma() || ins.dma().dst() != program::VMEM) continue;
     int producer_stores = 0;
     for (uint32_t dep : ins.deps()) producer_stores += by_id[dep]->op() == "first" ? 1 : 0;
-    EXPECT_EQ(producer_stores, 1) << ins.name();  // the one store of the same rows
+    EXPECT_EQ(producer_stores, 1) << instructionName(ins);  // the one store of the same rows
   }
 }
 
@@ -124,7 +125,7 @@ TEST(TiledLowering, ReductionOverTheBatchAccumulatesAndCombinesCores) {
   int combines = 0;
   for (const auto& ins : chip.instructions()) {
     if (ins.has_vector() && ins.vector().kind() == program::REDUCTION) elements += ins.vector().elements();
-    if (ins.has_vector() && ins.name().find("combine") != std::string::npos) ++combines;
+    if (ins.has_vector() && instructionName(ins).find("combine") != std::string::npos) ++combines;
     if (ins.has_dma() && ins.dma().dst() == program::VMEM && ins.reads(0) == 0) loaded += ins.dma().bytes();
   }
   EXPECT_EQ(elements, 4096u * 4096);
@@ -151,10 +152,12 @@ TEST(TiledLowering, AWeightGradientWithFewChannelsSplitsTheBatchOverTheCores) {
       flops[ins.core()] += ins.flops();
       rows = std::max<uint64_t>(rows, ins.matmul().transpose_out() ? ins.matmul().n() : ins.matmul().m());
     }
-    if (ins.has_dma() && ins.dma().dst() != program::VMEM && ins.name().find("partial") != std::string::npos) {
+    if (ins.has_dma() && ins.dma().dst() != program::VMEM &&
+        instructionName(ins).find("partial") != std::string::npos) {
       partial_bytes += ins.dma().bytes();
     }
-    if (ins.has_vector() && ins.name().find("combine") != std::string::npos) combined += ins.vector().elements();
+    if (ins.has_vector() && instructionName(ins).find("combine") != std::string::npos)
+      combined += ins.vector().elements();
   }
   const uint64_t total = 2ull * 64 * (8 * 28 * 28) * (64 * 9);
   ASSERT_EQ(flops.size(), 2u);
@@ -183,10 +186,11 @@ TEST(TiledLowering, AnF16MatmulFeedsTheMxuAtTheConvertedRateAndSpendsNoVectorPas
     for (const auto& ins : chip.instructions()) {
       if (ins.has_matmul()) {
         ++matmuls;
-        EXPECT_EQ(std::max(1u, ins.matmul().feed_interval()), expected) << ins.name();
+        EXPECT_EQ(std::max(1u, ins.matmul().feed_interval()), expected) << instructionName(ins);
       }
       if (!ins.has_vector()) continue;
-      const bool operand = ins.name().find("lhs") != std::string::npos || ins.name().find("rhs") != std::string::npos;
+      const bool operand = instructionName(ins).find("lhs") != std::string::npos ||
+                           instructionName(ins).find("rhs") != std::string::npos;
       (operand ? operand_vector_ops : rounded) += ins.vector().elements();
     }
     EXPECT_GT(matmuls, 0u);
@@ -215,7 +219,8 @@ TEST(TiledLowering, ANarrowWeightGradientSplitsItsDepthOverTheMxusAndAddsTheShar
       flops += ins.flops();
       max_depth = std::max<uint64_t>(max_depth, ins.matmul().k());
     }
-    if (ins.has_vector() && ins.name().find(".shares") != std::string::npos) shares += ins.vector().elements();
+    if (ins.has_vector() && instructionName(ins).find(".shares") != std::string::npos)
+      shares += ins.vector().elements();
   }
   EXPECT_EQ(flops, 2ull * 256 * 64 * 25088);
   ASSERT_EQ(chip.ops_size(), 1);
@@ -243,7 +248,7 @@ Traffic trafficOf(const program::ChipProgram& chip, const std::string& loaded_te
   Traffic t;
   for (const auto& ins : chip.instructions()) {
     if (!ins.has_dma()) continue;
-    if (ins.dma().dst() == program::VMEM && ins.name().find(loaded_tensor) != std::string::npos) {
+    if (ins.dma().dst() == program::VMEM && instructionName(ins).find(loaded_tensor) != std::string::npos) {
       t.loaded += ins.dma().bytes();
     }
     if (ins.dma().dst() != program::VMEM) t.stored += ins.dma().bytes();

@@ -253,8 +253,8 @@ TEST(ReportHtml, SelfContainedAndNamesCannotCloseTheScript) {
 // A reference report of the MLP's step with a measured time for each simulated op but the
 // last, and one op of its own.
 Json referenceOf(const Json& sim) {
-  Json ref = {{"kind", "reference"}, {"backend", "cpu"},        {"device", "host CPU"},
-              {"model", sim["model"]}, {"hw", sim["hw"]},       {"mode", sim["mode"]},
+  Json ref = {{"kind", "reference"},   {"backend", "cpu"},        {"device", "host CPU"},
+              {"model", sim["model"]}, {"hw", sim["hw"]},         {"mode", sim["mode"]},
               {"batch", sim["batch"]}, {"numerics", "reference"}, {"timing", {{"method", "wall clock"}}},
               {"step_time_s", 0.01}};
   ref["per_op"] = Json::array();
@@ -397,7 +397,7 @@ TEST(MemoryTimeline, TensorsHoldTheirAddressesFromFirstWriteToLastRead) {
   timeline.record({0, 0, 0, 10, 20});
   timeline.record({0, 1, 0, 30, 40});
   timeline.record({0, 2, 0, 40, 50});
-  const MemoryTimeline memory = memoryTimeline(chip, timeline, 100);
+  const MemoryTimeline memory = memoryTimeline(chip, instructionOps(chip), timeline, 100);
   EXPECT_EQ(memory.window_cycles, 1u);
   ASSERT_EQ(memory.peak_bytes.size(), 100u);
   for (size_t w = 0; w < 100; ++w) EXPECT_EQ(memory.peak_bytes[w], w < 10 ? 100u : w < 40 ? 150u : 180u) << w;
