@@ -10,7 +10,6 @@
 #include "frontend/import/hlo_import.hpp"
 #include "frontend/passes/pipeline_stages.hpp"
 #include "frontend/program_io.hpp"
-#include "frontend/train/graph_transforms.hpp"
 #include "report/instruction_ops.hpp"
 #include "report/mfu_section.hpp"
 #include "report/report.hpp"
@@ -72,24 +71,20 @@ Topology stageBlock(const Topology& slice, int64_t stages) {
   return Topology(slice.kind(), dims_of, n);
 }
 
-// Loss scaling's ops after the backward (frontend/train/loss_scaling): the gradient sums,
-// the check, and each gradient's gating and unscaling.
-bool isLossScaling(const std::string& op) {
-  return op.rfind("loss_scale.", 0) == 0 || op.find(".grad_scaled.sum") != std::string::npos ||
-         op.find(".grad_kept") != std::string::npos || op.find(".grad_unscaled") != std::string::npos;
-}
-
-// The Program's instructions by phase: forward, backward (autodiff names them ".grad";
-// rematerialization's recomputations, ".remat", run there too), and the update (optimizer ops, the data-parallel
-// gradient all-reduces, loss scaling).
-enum class Phase { kForward, kBackward, kUpdate };
-Phase phaseOf(const program::Instruction& ins, const std::string& op_type) {
-  const std::string& op = ins.op();
-  const bool data_parallel = op.size() > 11 && op.compare(op.size() - 11, 11, ".all_reduce") == 0;
-  if (op_type == "SgdUpdate" || op_type == "OptimizerUpdate" || data_parallel || isLossScaling(op)) {
-    return Phase::kUpdate;
+// A stage's step in three parts: the forward, the backward (rematerialization's
+// recomputations run there too), and the update, which holds the optimizer, the
+// data-parallel gradient all-reduces and loss scaling, as the compiler recorded each op's
+// phase (program::OpLowering.phase).
+enum class StagePart { kForward, kBackward, kUpdate };
+StagePart stagePartOf(program::Phase phase, const std::string& op) {
+  switch (phase) {
+    case program::FORWARD: return StagePart::kForward;
+    case program::BACKWARD: return StagePart::kBackward;
+    case program::UPDATE:
+    case program::COLLECTIVE:
+    case program::LOSS_SCALING: return StagePart::kUpdate;
+    default: throw Error(ErrorKind::kInternal, "pipeline: op '" + op + "' has no recorded phase");
   }
-  return op.find(".grad") != std::string::npos || isRecomputation(op) ? Phase::kBackward : Phase::kForward;
 }
 
 struct StageTimes {
@@ -104,9 +99,9 @@ StageTimes stageTimes(const program::ChipProgram& chip, const SimResult& result)
   const InstructionOps ops = instructionOps(chip);
   for (const TimelineEvent& event : result.timeline.events()) {
     const program::Instruction& ins = chip.instructions(static_cast<int>(event.instruction));
-    const Phase phase = phaseOf(ins, ops.opType(chip, static_cast<int>(event.instruction)));
-    if (phase == Phase::kForward) forward_end = std::max(forward_end, event.end_cycle);
-    if (phase == Phase::kBackward) backward_end = std::max(backward_end, event.end_cycle);
+    const StagePart part = stagePartOf(ops.phase(chip, static_cast<int>(event.instruction)), ins.op());
+    if (part == StagePart::kForward) forward_end = std::max(forward_end, event.end_cycle);
+    if (part == StagePart::kBackward) backward_end = std::max(backward_end, event.end_cycle);
     if (ins.op() == "loss_scale.finite") flag_end = std::max(flag_end, event.end_cycle);
   }
   backward_end = std::max(backward_end, forward_end);

@@ -32,4 +32,9 @@ const std::string& InstructionOps::opType(const program::ChipProgram& chip, int 
   return ins.op_type().empty() && op < chip.ops_size() ? chip.ops(op).op_type() : ins.op_type();
 }
 
+program::Phase InstructionOps::phase(const program::ChipProgram& chip, int index) const {
+  const int op = op_of[static_cast<size_t>(index)];
+  return op < chip.ops_size() ? chip.ops(op).phase() : program::PHASE_UNSPECIFIED;
+}
+
 }  // namespace tpusim

@@ -18,6 +18,9 @@ struct InstructionOps {
   // Instruction `index`'s op type: its own op_type, or (left empty, as the compiler leaves
   // it) its op's lowering record's.
   const std::string& opType(const program::ChipProgram& chip, int index) const;
+  // Instruction `index`'s phase: its op's lowering record's, or PHASE_UNSPECIFIED for an op
+  // with no record (or a Program written before phases were recorded).
+  program::Phase phase(const program::ChipProgram& chip, int index) const;
 };
 
 InstructionOps instructionOps(const program::ChipProgram& chip);

@@ -129,6 +129,7 @@ const Tensor& Graph::checked(int id, const std::string& op_name) const {
 int Graph::append(Op op, const std::string& out_name, Shape shape, DType dtype, TensorRole role) {
   const int out = newTensor(out_name, std::move(shape), dtype, role);
   op.outputs = {out};
+  op.phase = op.type == OpType::kSgdUpdate || op.type == OpType::kOptimizerUpdate ? Phase::kUpdate : m_phase;
   m_producer[static_cast<size_t>(out)] = static_cast<int>(m_ops.size());
   m_ops.push_back(std::move(op));
   return out;

@@ -33,6 +33,14 @@ Shape broadcastShapes(const Shape& a, const Shape& b);
 enum class TensorRole { kInput, kLabel, kWeight, kConstant, kActivation, kGradient, kLoss, kOptimizerState };
 const char* tensorRoleName(TensorRole role);
 
+// The part of a training step an op belongs to. An op takes the phase its graph is building
+// when it is appended (Graph::setPhase; the training-graph builder sets it per stage); a copy
+// (Graph::cloneOp) keeps its source's, and an optimizer update is always kUpdate.
+// kCollective: data parallelism's gradient all-reduces; kLossScaling: the overflow check and
+// the gating and unscaling of the gradients after the backward (frontend/train/loss_scaling).
+enum class Phase { kForward, kBackward, kUpdate, kCollective, kLossScaling };
+const char* phaseName(Phase phase);
+
 struct Tensor {
   int id = -1;
   std::string name;
@@ -226,7 +234,8 @@ struct Op {
   PoolGeometry pool;                                 // Pool and its gradient
   CompareDirection compare = CompareDirection::kEq;  // Compare
   int64_t replicas = 1;                              // AllReduce: the replica group's size
-  int64_t group_stride = 1;  // AllReduce: chip ids between consecutive members of a group (1: consecutive chips)
+  int64_t group_stride = 1;       // AllReduce: chip ids between consecutive members of a group (1: consecutive chips)
+  Phase phase = Phase::kForward;  // set as the op is appended (see Phase)
 
   // Compiler annotations, set by frontend/passes (not by the builders).
   int fusion_group = -1;  // index of the op leading the fusion group this op is in, or -1
@@ -360,6 +369,9 @@ class Graph {
   // still be topological; throws otherwise), and access to the ops' annotations.
   Graph reordered(const std::vector<size_t>& order) const;
   Op& annotate(size_t op) { return m_ops.at(op); }
+  // The phase of the ops appended from now on (see Phase). A copy of the graph keeps it.
+  void setPhase(Phase phase) { m_phase = phase; }
+  Phase phase() const { return m_phase; }
   // For passes that split tensors over chips (tensor_parallel): gives a tensor a new
   // shape of its dtype. The caller keeps every op that reads or writes it consistent.
   void setShape(int tensor, Shape shape) { m_tensors.at(static_cast<size_t>(tensor)).shape = std::move(shape); }
@@ -394,6 +406,7 @@ class Graph {
   std::vector<Op> m_ops;
   std::vector<int> m_outputs;
   std::vector<int> m_producer;  // per tensor: index into m_ops, or -1
+  Phase m_phase = Phase::kForward;
 };
 
 }  // namespace tpusim::ir

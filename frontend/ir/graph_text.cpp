@@ -20,6 +20,17 @@ const char* tensorRoleName(TensorRole role) {
   return "?";
 }
 
+const char* phaseName(Phase phase) {
+  switch (phase) {
+    case Phase::kForward: return "forward";
+    case Phase::kBackward: return "backward";
+    case Phase::kUpdate: return "update";
+    case Phase::kCollective: return "collective";
+    case Phase::kLossScaling: return "loss_scaling";
+  }
+  return "?";
+}
+
 const char* opTypeName(OpType type) {
   switch (type) {
     case OpType::kMatMul: return "MatMul";
@@ -179,6 +190,7 @@ std::string Graph::toString() const {
     if (!op.mxu_padded.empty()) {
       text << " padded:" << op.mxu_padded[0] << "x" << op.mxu_padded[1] << "x" << op.mxu_padded[2];
     }
+    if (op.phase != Phase::kForward) text << " " << phaseName(op.phase);
     text << "  # " << op.name << "\n";
   }
   for (int output : m_outputs) text << "output %" << output << "\n";

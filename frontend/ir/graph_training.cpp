@@ -168,6 +168,7 @@ int Graph::cloneOpAs(const Graph& source, const Op& op, const std::vector<int>& 
   copy.name = name;
   copy.inputs = inputs;
   const int id = append(std::move(copy), name + ":out", out.shape, dtype, out.role);
+  m_ops.back().phase = op.phase;
   if (out.alias_of >= 0) {
     const auto at = std::find(op.inputs.begin(), op.inputs.end(), out.alias_of);
     if (at == op.inputs.end()) shapeError(name, "cloneOp of an op whose output aliases a tensor it does not read");

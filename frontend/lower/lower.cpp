@@ -134,6 +134,17 @@ program::DType toProgramDType(DType dtype) {
   return program::DTYPE_UNSPECIFIED;
 }
 
+program::Phase toProgramPhase(ir::Phase phase) {
+  switch (phase) {
+    case ir::Phase::kForward: return program::FORWARD;
+    case ir::Phase::kBackward: return program::BACKWARD;
+    case ir::Phase::kUpdate: return program::UPDATE;
+    case ir::Phase::kCollective: return program::COLLECTIVE;
+    case ir::Phase::kLossScaling: return program::LOSS_SCALING;
+  }
+  return program::PHASE_UNSPECIFIED;
+}
+
 Lowerer::Lowerer(const ir::Graph& graph, const MemoryPlan& plan, const config::HardwareConfig& hw,
                  const LowerOptions& options, program::ChipProgram& chip)
     : m_graph(graph),
@@ -366,6 +377,7 @@ void Lowerer::recordLowering(const ir::Op& op, const std::string& tiling, uint64
   record->set_vmem_bytes(vmem_bytes);
   // By the op's output: `op` may be a copy (Lowerer::sourced).
   record->set_layer(m_layers[m_op_writing[static_cast<size_t>(op.outputs[0])]]);
+  record->set_phase(toProgramPhase(op.phase));
   if (!op.mxu_padded.empty()) {
     const std::array<int64_t, 3> gemm = gemmShapeOf(m_graph, op);
     const double padded = static_cast<double>(op.mxu_padded[0]) * static_cast<double>(op.mxu_padded[1]) *

@@ -66,6 +66,7 @@ std::string numbered(const char* prefix, uint64_t number);
 // bytes * part / whole without overflow, rounded up so that no tile moves zero bytes of a non-empty operand.
 uint64_t fractionOf(uint64_t bytes, uint64_t part, uint64_t whole);
 program::DType toProgramDType(DType dtype);
+program::Phase toProgramPhase(ir::Phase phase);
 // Adds the distinct deps in increasing order (the "none" marker skipped).
 void addDeps(program::Instruction& ins, std::vector<uint32_t> deps);
 

@@ -6,7 +6,8 @@
 namespace tpusim {
 
 ir::Graph allReduceAfterProducers(const ir::Graph& graph, std::vector<int> tensors, int64_t replicas, int64_t stride,
-                                  const std::string& suffix, std::optional<ir::TensorRole> role) {
+                                  const std::string& suffix, std::optional<ir::TensorRole> role,
+                                  std::optional<ir::Phase> phase) {
   if (tensors.empty()) return graph;
   const std::vector<ir::Op>& ops = graph.ops();
   std::map<const ir::Op*, size_t> index;
@@ -20,7 +21,9 @@ ir::Graph allReduceAfterProducers(const ir::Graph& graph, std::vector<int> tenso
   for (int tensor : tensors) {
     const ir::Tensor& t = graph.tensor(tensor);
     reduced[tensor] = appended.allReduce(t.name + suffix, tensor, ir::Reduction::kSum, replicas, role.value_or(t.role));
-    appended.annotate(appended.ops().size() - 1).group_stride = stride;
+    ir::Op& all_reduce = appended.annotate(appended.ops().size() - 1);
+    all_reduce.group_stride = stride;
+    all_reduce.phase = phase.value_or(graph.producer(tensor)->phase);
   }
   // Each all-reduce right after its tensor's producer.
   std::vector<size_t> order;

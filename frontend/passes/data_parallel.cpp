@@ -32,7 +32,8 @@ ir::Graph allReduceGradients(const ir::Graph& graph, int64_t replicas, int64_t s
     if (gradient < 0 || graph.producer(gradient) == nullptr) continue;
     if (std::find(gradients.begin(), gradients.end(), gradient) == gradients.end()) gradients.push_back(gradient);
   }
-  return allReduceAfterProducers(graph, gradients, replicas, stride, ".all_reduce", ir::TensorRole::kGradient);
+  return allReduceAfterProducers(graph, gradients, replicas, stride, ".all_reduce", ir::TensorRole::kGradient,
+                                 ir::Phase::kCollective);
 }
 
 }  // namespace tpusim

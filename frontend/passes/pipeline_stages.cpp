@@ -5,7 +5,6 @@
 #include <set>
 
 #include "frontend/passes/layers.hpp"
-#include "frontend/train/graph_transforms.hpp"
 #include "frontend/train/loss_scaling.hpp"
 #include "sim/common/error.hpp"
 
@@ -16,13 +15,13 @@ namespace {
 using ir::OpType;
 using ir::TensorRole;
 
-bool isUpdate(const ir::Op& op) { return op.type == OpType::kSgdUpdate || op.type == OpType::kOptimizerUpdate; }
-// Autodiff names every backward op "<forward op>.grad..." and gradient sums "<tensor>.grad_sum<i>";
-// rematerialization's recomputations run in the backward pass.
-bool isBackward(const ir::Op& op) {
-  return !isUpdate(op) && (op.name.find(".grad") != std::string::npos || isRecomputation(op.name));
+bool isForward(const ir::Op& op) {
+  return op.phase == ir::Phase::kForward;
 }
-bool isForward(const ir::Op& op) { return !isUpdate(op) && !isBackward(op); }
+// Loss scaling's work on the gradients runs after the backward, on the stage of each gradient.
+bool isBackward(const ir::Op& op) {
+  return op.phase == ir::Phase::kBackward || op.phase == ir::Phase::kLossScaling;
+}
 
 // A precision policy's cast (frontend/train/precision_policy): an f32 weight, constant or
 // graph input converted to the compute dtype before any op reads it. It is no layer of its
@@ -138,9 +137,13 @@ int aliasRoot(const ir::Graph& graph, int tensor) {
 
 }  // namespace
 
-std::vector<std::string> pipelineLayers(const ir::Graph& graph) { return assignPipelineLayers(graph).layers; }
+std::vector<std::string> pipelineLayers(const ir::Graph& graph) {
+  return assignPipelineLayers(graph).layers;
+}
 
-std::vector<int> pipelineLayerOfOps(const ir::Graph& graph) { return assignPipelineLayers(graph).of_op; }
+std::vector<int> pipelineLayerOfOps(const ir::Graph& graph) {
+  return assignPipelineLayers(graph).of_op;
+}
 
 PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const std::string& model) {
   const LayerAssignment assigned = assignPipelineLayers(graph);
@@ -223,6 +226,7 @@ PipelineStages splitPipelineStages(const ir::Graph& graph, int64_t stages, const
     // The stage's part of the check: its own gradients' sums added up, plus what the other
     // stages' parts add up to (the all-reduce of the partial sums, api/pipeline_run).
     const auto checkHere = [&] {
+      g.setPhase(ir::Phase::kLossScaling);
       const TensorRole grad = TensorRole::kGradient;
       std::vector<int> sums;
       for (int j : check_sums) {

@@ -53,9 +53,8 @@ std::vector<WeightMatmul> weightMatmuls(const ir::Graph& graph) {
 // backward all-reduce for an LM head (as many classes as the width it reads, or more), not
 // for a classifier (the MLP's 10 classes from 512 features), which stays replicated.
 bool splitsASmallHead(const ir::Graph& graph, const SplitPlan& plan, const WeightMatmul& head) {
-  const bool into_loss = std::any_of(plan.partial_ops.begin(), plan.partial_ops.end(), [&](size_t op) {
-    return graph.ops()[op].type == OpType::kSoftmaxCrossEntropy;
-  });
+  const bool into_loss = std::any_of(plan.partial_ops.begin(), plan.partial_ops.end(),
+                                     [&](size_t op) { return graph.ops()[op].type == OpType::kSoftmaxCrossEntropy; });
   if (!into_loss) return false;
   const Shape& w = graph.tensor(head.weight).shape;
   const int64_t classes = w[static_cast<size_t>(head.columns_axis)];
@@ -93,7 +92,7 @@ ir::Graph applySplits(const ir::Graph& graph, const SplitPlan& plan, int64_t tp)
   }
   std::vector<int> partial;
   for (const size_t op : plan.partial_ops) partial.push_back(graph.ops()[op].outputs[0]);
-  return allReduceAfterProducers(split, partial, tp, 1, ".tp_all_reduce", std::nullopt);
+  return allReduceAfterProducers(split, partial, tp, 1, ".tp_all_reduce", std::nullopt, std::nullopt);
 }
 
 }  // namespace

@@ -31,7 +31,9 @@ std::vector<bool> layerCheckpoints(const ir::Graph& graph, const std::vector<boo
 
 }  // namespace
 
-bool isRecomputation(std::string_view op_name) { return op_name.find(kRecomputedSuffix) != std::string_view::npos; }
+bool isRecomputation(std::string_view op_name) {
+  return op_name.find(kRecomputedSuffix) != std::string_view::npos;
+}
 
 ir::Graph rematerialize(const ir::Graph& graph, const std::vector<bool>& forward, const std::vector<int>& layer) {
   if (forward.size() != graph.ops().size() || layer.size() != graph.ops().size())
@@ -60,6 +62,7 @@ ir::Graph rematerialize(const ir::Graph& graph, const std::vector<bool>& forward
     std::vector<int> inputs;
     for (int input : producer->inputs) inputs.push_back(recomputed(input));
     const int copy = out.cloneOp(graph, *producer, inputs, producer->name + std::string(kRecomputedSuffix));
+    out.annotate(out.ops().size() - 1).phase = ir::Phase::kBackward;  // a backward op needs it
     remat[tensor] = copy;
     return copy;
   };

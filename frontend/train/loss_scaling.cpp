@@ -9,6 +9,7 @@ using ir::TensorRole;
 
 std::vector<std::pair<int, int>> appendLossScaling(ir::Graph& graph, const std::vector<std::pair<int, int>>& updates,
                                                    int loss_scale) {
+  graph.setPhase(ir::Phase::kLossScaling);
   const auto grad = TensorRole::kGradient;
   // Each gradient's sum, read as soon as the gradient is ready; then a tree of adds, so
   // the check waits log2(gradients) adds after the last gradient, not one per gradient.

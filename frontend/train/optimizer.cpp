@@ -28,6 +28,7 @@ int norm(Graph& graph, int x, const std::string& name) {
 }  // namespace
 
 void appendOptimizer(Graph& graph, const std::vector<std::pair<int, int>>& updates, const ir::OptimizerConfig& config) {
+  graph.setPhase(ir::Phase::kUpdate);
   if (config.kind == OptimizerKind::kSgd && config.warmup_steps == 0 && config.weight_decay == 0) {
     for (const auto& [weight, grad] : updates) {
       graph.sgdUpdate(graph.tensor(weight).name + ".sgd", weight, grad, config.learning_rate);

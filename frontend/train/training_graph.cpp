@@ -47,6 +47,7 @@ class Backward {
                       m_graph.tensor(loss).name + "' (" + (loss_op ? ir::opTypeName(loss_op->type) : "an input") +
                       ") has no gradient yet");
     }
+    m_graph.setPhase(ir::Phase::kBackward);
     const std::vector<Op> forward = m_graph.ops();  // copy: the loop appends ops
     for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
       const Op& op = *it;
@@ -432,6 +433,7 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
   int losses = -1;
   for (int64_t i = 0; i < k; ++i) {
     const std::string suffix = ".mb" + std::to_string(i);
+    graph.setPhase(ir::Phase::kForward);
     std::map<int, int> map;
     for (const auto& [source, tensor] : full) {
       const ir::Tensor& t = graph.tensor(tensor);
@@ -461,16 +463,19 @@ Graph microBatched(const ImportedModel& model, const Graph& micro, int micro_los
     if (losses < 0) {
       losses = loss;
     } else {  // the loss sum is forward work: rematerialization leaves it alone
+      graph.setPhase(ir::Phase::kForward);
       losses = graph.add("loss.acc" + std::to_string(i), losses, loss, TensorRole::kLoss);
       forward.push_back(true);
     }
   }
   const double mean = 1.0 / static_cast<double>(k);
+  graph.setPhase(ir::Phase::kBackward);
   for (const auto& [weight, grad] : sums) {
     updates.emplace_back(weight, graph.scale(graph.tensor(weight).name + ".grad_mean", grad, mean));
     graph.rename(updates.back().second, graph.tensor(weight).name + ".grad_mean");
   }
   forward.resize(graph.ops().size(), false);  // the gradient means
+  graph.setPhase(ir::Phase::kForward);
   const int loss = graph.scale("loss.mean", losses, mean, TensorRole::kLoss);
   graph.rename(loss, micro.tensor(micro_loss).name);
   graph.markOutput(loss);

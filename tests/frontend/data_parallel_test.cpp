@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 
 #include "frontend/compile.hpp"
 #include "frontend/passes/fusion.hpp"
@@ -56,6 +57,7 @@ TEST(DataParallel, EveryWeightGradientIsAllReducedRightAfterItsProducer) {
     EXPECT_EQ(op.replicas, 64);
     EXPECT_EQ(op.reduction, ir::Reduction::kSum);
     EXPECT_EQ(dp.tensor(op.outputs[0]).role, ir::TensorRole::kGradient);
+    EXPECT_EQ(op.phase, ir::Phase::kCollective) << op.name;
     ASSERT_GT(i, 0u);
     EXPECT_EQ(dp.producer(op.inputs[0]), &ops[i - 1]) << op.name;  // so it overlaps the rest of backward
   }
@@ -85,10 +87,13 @@ TEST(DataParallel, CollectivesLowerToIciInstructionsAndVpuAdds) {
   EXPECT_EQ(program.topology_kind(), "3d_torus");
   EXPECT_EQ(program.topology_shape(), "4x4x4");
   const program::ChipProgram& chip = program.chips(0);
+  std::map<std::string, program::Phase> phase_of;  // by op, from its lowering record
+  for (const program::OpLowering& op : chip.ops()) phase_of.emplace(op.op(), op.phase());
   int collectives = 0;
   for (const program::Instruction& ins : chip.instructions()) {
     if (ins.unit() != program::ICI) continue;
     ++collectives;
+    EXPECT_EQ(phase_of.at(ins.op()), program::COLLECTIVE) << ins.op();
     const program::Collective& c = ins.collective();
     EXPECT_EQ(c.kind(), program::ALL_REDUCE);
     EXPECT_EQ(c.algorithm(), program::TORUS);  // tpuv4's ici.all_reduce_algorithm

@@ -209,6 +209,33 @@ TEST(Lower, InstructionsNameTheirOpsRecordAndAreUniquelyNamed) {
   EXPECT_GT(names.size(), 10000u);
 }
 
+// Each op's lowering record carries the phase the training graph gave it: the MLP's step has
+// a forward, a backward and SGD updates (frontend/ir/graph.hpp, ir::Phase); inference is all
+// forward.
+TEST(Lower, EachOpsRecordCarriesItsPhase) {
+  const HardwareParams hw = HardwareParams::load("tpuv4");
+  std::map<program::Phase, int> training;
+  const program::Program program = lowerMlp(hw);
+  for (const program::OpLowering& op : program.chips(0).ops()) {
+    ++training[op.phase()];
+    if (op.op_type() == "SgdUpdate") {
+      EXPECT_EQ(op.phase(), program::UPDATE) << op.op();
+    }
+    if (op.op_type() == "SoftmaxCrossEntropyGrad") {
+      EXPECT_EQ(op.phase(), program::BACKWARD) << op.op();
+    }
+  }
+  EXPECT_EQ(training.count(program::PHASE_UNSPECIFIED), 0u);
+  EXPECT_GT(training[program::FORWARD], 0);
+  EXPECT_GT(training[program::BACKWARD], 0);
+  EXPECT_EQ(training[program::UPDATE], 4);  // one SGD update per weight and bias
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{32});
+  const program::Program inference = lowerToProgram(model.graph, hw, LowerOptions{"mlp", "inference", 32});
+  ASSERT_GT(inference.chips(0).ops_size(), 0);
+  for (const program::OpLowering& op : inference.chips(0).ops()) EXPECT_EQ(op.phase(), program::FORWARD) << op.op();
+}
+
 TEST(Lower, InstructionNameJoinsOpCoreAndPartOrKeepsAGivenName) {
   program::Instruction ins;
   ins.set_op("layer.conv");

@@ -90,10 +90,14 @@ TEST(TensorParallel, TheInputGradientOfAColumnSplitIsAllReducedBackward) {
   EXPECT_TRUE(split.replicated.empty());
   // Forward: each row-split output. Backward: the input gradient of the second column split
   // (that of the first is x's, which training does not compute).
+  // Each takes the phase of the op whose partial sums it adds.
   int forward = 0, backward = 0;
   for (const ir::Op& op : tp.ops()) {
     if (op.type != OpType::kAllReduce) continue;
-    (tp.tensor(op.outputs[0]).role == ir::TensorRole::kGradient ? backward : forward)++;
+    const bool gradient = tp.tensor(op.outputs[0]).role == ir::TensorRole::kGradient;
+    (gradient ? backward : forward)++;
+    EXPECT_EQ(op.phase, gradient ? ir::Phase::kBackward : ir::Phase::kForward) << op.name;
+    EXPECT_EQ(op.phase, tp.producer(op.inputs[0])->phase) << op.name;
   }
   EXPECT_EQ(forward, 2);
   EXPECT_EQ(backward, 1);
@@ -154,7 +158,8 @@ TEST(TensorParallel, AModelWithNothingToSplitEvenlyIsAnError) {
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), ErrorKind::kUnsupported);
     const std::string what = error.what();
-    EXPECT_EQ(what, "tensor parallel over 3 chips: no matmul pair splits evenly (w1 dimension 0 (8) does not divide by 3)");
+    EXPECT_EQ(what,
+              "tensor parallel over 3 chips: no matmul pair splits evenly (w1 dimension 0 (8) does not divide by 3)");
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "sim/common/error.hpp"
 #include "tests/support/onnx_builder.hpp"
 #include "tests/support/op_counts.hpp"
@@ -22,6 +24,11 @@ TEST(TrainingGraph, MlpForwardBackwardAndSgd) {
   EXPECT_EQ(countOps(graph, ir::OpType::kReduceSumTo), 2);
   EXPECT_EQ(countOps(graph, ir::OpType::kSgdUpdate), 4);
   EXPECT_EQ(countOps(graph, ir::OpType::kSoftmaxCrossEntropyGrad), 1);
+  // Each op records its phase: the forward 6, the backward 7, the updates 4.
+  std::map<ir::Phase, int> phases;
+  for (const ir::Op& op : graph.ops()) ++phases[op.phase];
+  EXPECT_EQ(phases,
+            (std::map<ir::Phase, int>{{ir::Phase::kForward, 6}, {ir::Phase::kBackward, 7}, {ir::Phase::kUpdate, 4}}));
   // The added loss reads a new int64 label input of [batch].
   bool has_labels = false;
   for (const ir::Tensor& t : graph.tensors()) {
@@ -194,6 +201,45 @@ TEST(TrainingGraph, ALossOptionForAModelWithItsOwnLossIsAConfigError) {
     EXPECT_EQ(error.kind(), ErrorKind::kInvalidConfig);
     EXPECT_NE(std::string(error.what()).find("computes its own loss"), std::string::npos) << error.what();
   }
+}
+
+// The phase of every op of a step with micro-batches, loss scaling, rematerialization and
+// Adam: what the forward computes (and the loss sums) is forward, a recomputation or a
+// gradient is backward, the optimizer update, and the check and gating loss scaling.
+TEST(TrainingGraph, EveryOpRecordsItsPhase) {
+  auto b = testing::OnnxBuilder::mlp();
+  const ImportedModel model = importOnnxModel(b.model(), OnnxImportOptions{2});
+  TrainingOptions options;
+  options.micro_batches = 2;
+  options.loss_scaling = true;
+  options.rematerialize = Remat::kAll;
+  options.optimizer.kind = ir::OptimizerKind::kAdam;
+  const ir::Graph graph = buildTrainingGraph(model, options);
+  std::map<ir::Phase, int> phases;
+  // The test knows each op by the name its builder gave it.
+  const auto has = [](const ir::Op& op, const char* part) { return op.name.find(part) != std::string::npos; };
+  for (const ir::Op& op : graph.ops()) {
+    ++phases[op.phase];
+    ir::Phase expected = ir::Phase::kForward;
+    if (op.type == ir::OpType::kOptimizerUpdate) {
+      expected = ir::Phase::kUpdate;
+    } else if (op.name.rfind("loss_scale.", 0) == 0 || has(op, ".grad_scaled.sum") || has(op, ".grad_kept") ||
+               has(op, ".grad_unscaled")) {
+      expected = ir::Phase::kLossScaling;
+    } else if (has(op, ".remat") || has(op, ".grad")) {
+      expected = ir::Phase::kBackward;
+    }
+    EXPECT_STREQ(ir::phaseName(op.phase), ir::phaseName(expected)) << op.name;
+  }
+  // Forward: x and labels sliced twice (4), the 6 ops of the forward and loss per micro-batch
+  // (12), the loss sum and mean (2).
+  EXPECT_EQ(phases[ir::Phase::kForward], 4 + 12 + 2) << graph.toString();
+  EXPECT_GT(phases[ir::Phase::kBackward], 0);
+  EXPECT_EQ(phases[ir::Phase::kUpdate], 4 * 3 + 1);  // m, v and the parameter per weight; the step count
+  EXPECT_GT(phases[ir::Phase::kLossScaling], 0);
+  EXPECT_EQ(phases[ir::Phase::kCollective], 0);  // data parallelism adds them (frontend/passes/data_parallel)
+  // The IR's text marks every op that is not forward with its phase.
+  EXPECT_NE(graph.toString().find(" loss_scaling  # loss_scale.finite"), std::string::npos) << graph.toString();
 }
 
 TEST(TrainingGraph, MicroBatchesSliceTheStepInputs) {
