@@ -42,9 +42,9 @@ nlohmann::ordered_json cmemSection(const program::ChipProgram& chip, const SimRe
   const bool on = geometry.mode != CmemMode::kOff;
   const auto stat = [&](const char* field) -> nlohmann::ordered_json {
     if (!on) return 0;
-    const StatEntry* entry = result.stats->find(std::string("chip0.cmem.") + field);
-    if (entry->is_formula) return entry->value();
-    return entry->counter->value();
+    const StatEntry& entry = result.stats->at(std::string("chip0.cmem.") + field);
+    if (entry.is_formula) return entry.value();
+    return entry.counter->value();
   };
   nlohmann::ordered_json entry;
   entry["mode"] = cmemModeName(geometry.mode);

@@ -32,17 +32,18 @@ const char* unitKindName(program::Unit unit) {
 }
 
 // A unit's stats group: every registered stat named "<unit>.<field>".
+// A registered stat's value as JSON: a count for a counter, a number for a formula.
+nlohmann::ordered_json statJson(const StatEntry& stat) {
+  if (stat.is_formula) return stat.value();
+  return stat.counter->value();
+}
+
 nlohmann::ordered_json unitEntry(const StatsRegistry& stats, const std::string& unit) {
   nlohmann::ordered_json entry;
   const std::string prefix = unit + ".";
   for (const StatEntry& stat : stats.entries()) {
     if (stat.name.compare(0, prefix.size(), prefix) != 0) continue;
-    const std::string field = stat.name.substr(prefix.size());
-    if (stat.is_formula) {
-      entry[field] = stat.value();
-    } else {
-      entry[field] = stat.counter->value();
-    }
+    entry[stat.name.substr(prefix.size())] = statJson(stat);
   }
   return entry;
 }
@@ -82,12 +83,6 @@ nlohmann::ordered_json memoryEntry(const program::ChipProgram& chip, const Hardw
   return entry;
 }
 
-// A registered stat's value, or 0 when the run's models did not register it.
-double statOr0(const StatsRegistry& stats, const std::string& name) {
-  const StatEntry* stat = stats.find(name);
-  return stat == nullptr ? 0.0 : stat->value();
-}
-
 // The chip's HBM over the step: its model, the bandwidth it delivered against its peak,
 // and, for the DRAM models, what the DRAM did (bursts, row hits, commands).
 nlohmann::ordered_json hbmEntry(const SimResult& result, const HardwareParams& hw) {
@@ -96,35 +91,31 @@ nlohmann::ordered_json hbmEntry(const SimResult& result, const HardwareParams& h
   const std::string prefix = "chip0.hbm.";
   nlohmann::ordered_json entry;
   entry["model"] = hbm.model();
-  const bool dram = hbm.model() != "bandwidth";
+  // The DRAM models (dram, dram_memoized) declare the DRAM behind the HBM; the bandwidth model has none.
+  const bool dram = stats.kindOf(prefix + "dram") == UnitKind::kDram;
   if (dram) {
     entry["dram_preset"] = hbm.dram_preset();
     entry["stacks"] = hbm.stacks();
     entry["pin_gbps"] = hbm.pin_gbps();
   }
   entry["peak_gbps"] = hbm.bandwidth_gbps();
-  const auto read = static_cast<uint64_t>(statOr0(stats, prefix + "bytes_read"));
-  const auto written = static_cast<uint64_t>(statOr0(stats, prefix + "bytes_written"));
+  const auto read = static_cast<uint64_t>(stats.value(prefix + "bytes_read"));
+  const auto written = static_cast<uint64_t>(stats.value(prefix + "bytes_written"));
   entry["bytes_read"] = read;
   entry["bytes_written"] = written;
-  entry["transfers"] = static_cast<uint64_t>(statOr0(stats, prefix + "transfers"));
+  entry["transfers"] = static_cast<uint64_t>(stats.value(prefix + "transfers"));
   const double seconds = static_cast<double>(result.total_cycles) / result.clock_hz;
   entry["achieved_gbps"] = seconds > 0 ? static_cast<double>(read + written) / seconds / 1e9 : 0.0;
-  entry["bandwidth_utilization"] = statOr0(stats, prefix + "bandwidth_utilization");
+  entry["bandwidth_utilization"] = stats.value(prefix + "bandwidth_utilization");
   if (!dram) return entry;
   for (const char* field : {"row_hit_rate", "row_hits", "row_misses", "row_conflicts", "activates", "precharges",
                             "refreshes", "reads", "writes"}) {
-    const StatEntry* stat = stats.find(prefix + "dram." + field);
-    if (stat == nullptr) continue;
-    if (stat->is_formula) {
-      entry[field] = stat->value();
-    } else {
-      entry[field] = stat->counter->value();
-    }
+    entry[field] = statJson(stats.at(prefix + "dram." + field));
   }
-  if (stats.find(prefix + "dram.memo_simulated") != nullptr) {
-    entry["memo_simulated"] = static_cast<uint64_t>(statOr0(stats, prefix + "dram.memo_simulated"));
-    entry["memo_reused"] = static_cast<uint64_t>(statOr0(stats, prefix + "dram.memo_reused"));
+  // The memoizing DRAM model (dram_memoized) also counts what its memo of transfer times did.
+  if (const StatEntry* simulated = stats.find(prefix + "dram.memo_simulated")) {
+    entry["memo_simulated"] = simulated->counter->value();
+    entry["memo_reused"] = stats.at(prefix + "dram.memo_reused").counter->value();
   }
   return entry;
 }
@@ -134,16 +125,16 @@ nlohmann::ordered_json dmaEntries(const SimResult& result) {
   const StatsRegistry& stats = *result.stats;
   nlohmann::ordered_json engines = nlohmann::ordered_json::array();
   for (const std::string& unit : result.timeline.unitNames()) {
-    if (stats.find(unit + ".peak_in_flight") == nullptr) continue;  // not a DMA engine
-    const auto busy = static_cast<uint64_t>(statOr0(stats, unit + ".busy_cycles"));
+    if (stats.kindOf(unit) != UnitKind::kDma) continue;
+    const auto busy = static_cast<uint64_t>(stats.value(unit + ".busy_cycles"));
     nlohmann::ordered_json entry;
     entry["engine"] = unit;
-    entry["bytes"] = static_cast<uint64_t>(statOr0(stats, unit + ".bytes"));
-    entry["transfers"] = static_cast<uint64_t>(statOr0(stats, unit + ".instructions"));
+    entry["bytes"] = static_cast<uint64_t>(stats.value(unit + ".bytes"));
+    entry["transfers"] = static_cast<uint64_t>(stats.value(unit + ".instructions"));
     entry["busy_cycles"] = busy;
     entry["busy_time_s"] = static_cast<double>(busy) / result.clock_hz;
-    entry["utilization"] = statOr0(stats, unit + ".utilization");
-    entry["peak_in_flight"] = static_cast<uint64_t>(statOr0(stats, unit + ".peak_in_flight"));
+    entry["utilization"] = stats.value(unit + ".utilization");
+    entry["peak_in_flight"] = static_cast<uint64_t>(stats.value(unit + ".peak_in_flight"));
     engines.push_back(entry);
   }
   return engines;
@@ -327,7 +318,8 @@ nlohmann::ordered_json buildReport(const program::Program& program, const SimRes
   nlohmann::ordered_json units = nlohmann::ordered_json::object();
   for (const std::string& unit : result.timeline.unitNames()) units[unit] = unitEntry(*result.stats, unit);
   units["chip0.hbm"] = unitEntry(*result.stats, "chip0.hbm");
-  if (result.stats->find("chip0.cmem.busy_cycles")) units["chip0.cmem"] = unitEntry(*result.stats, "chip0.cmem");
+  if (result.stats->kindOf("chip0.cmem") == UnitKind::kCmem)
+    units["chip0.cmem"] = unitEntry(*result.stats, "chip0.cmem");
   report["units"] = units;
 
   nlohmann::ordered_json ops = nlohmann::ordered_json::array();

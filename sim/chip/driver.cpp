@@ -50,6 +50,7 @@ void checkLinks(const Topology& topology, const config::HardwareConfig& hw) {
 
 // The network of all replicas: per-link counters, totals, and what the pod did.
 void registerPodStats(const Pod& pod, StatsRegistry& stats) {
+  stats.unit("ici", UnitKind::kNetwork);
   pod.network().registerTotals(stats, "ici");
   stats.counter("ici.collectives", "count", "collectives run over every replica (one per chip-0 ICI instruction)")
       .add(pod.collectives());
@@ -138,6 +139,7 @@ SimResult simulate(const program::Program& program, const HardwareParams& hw, co
   result.stats = std::make_unique<StatsRegistry>();
   result.timeline.reserve(static_cast<size_t>(program.chips(0).instructions_size()));
   result.clock_hz = config.chip().clock_mhz() * 1e6;
+  result.stats->unit("sim", UnitKind::kSimulation);
   Counter& total_cycles = result.stats->counter("sim.total_cycles", "cycles",
                                                 "cycles from the first instruction issued to the last retired");
   {

@@ -21,6 +21,7 @@ IciUnit::IciUnit(sc_core::sc_module_name name, const std::string& stat_prefix, c
       m_instructions(context.stats->counter(stat_prefix + ".instructions", "count", "collectives retired")),
       m_bytes(context.stats->counter(stat_prefix + ".bytes", "B",
                                      "bytes of each replica's buffer, summed over collectives")) {
+  context.stats->unit(stat_prefix, UnitKind::kIci);
   const Counter* busy = &m_busy;
   const Counter* total = context.total_cycles;
   context.stats->formula(

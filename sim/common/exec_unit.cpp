@@ -2,7 +2,8 @@
 
 namespace tpusim {
 
-ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context)
+ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix, UnitKind kind,
+                   const UnitContext& context)
     : sc_core::sc_module(name),
       m_context(context),
       m_prefix(stat_prefix),
@@ -13,6 +14,7 @@ ExecUnit::ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix,
           context.stats->counter(stat_prefix + ".dependency_wait_cycles", "cycles",
                                  "cycles the head instruction waited for the instructions it depends on")),
       m_instructions(context.stats->counter(stat_prefix + ".instructions", "count", "instructions retired")) {
+  context.stats->unit(stat_prefix, kind);
   const Counter* busy = &m_busy;
   const Counter* total = context.total_cycles;
   context.stats->formula(

@@ -38,7 +38,8 @@ struct UnitContext {
 class ExecUnit : public sc_core::sc_module {
  public:
   SC_HAS_PROCESS(ExecUnit);
-  ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context);
+  // Declares itself in the stats registry as a unit of `kind`.
+  ExecUnit(sc_core::sc_module_name name, const std::string& stat_prefix, UnitKind kind, const UnitContext& context);
 
   // Called by the sequencer; blocks while the queue is full. nullptr ends the stream.
   void issue(const program::Instruction* instruction) { m_queue.write(instruction); }

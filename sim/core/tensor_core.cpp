@@ -17,6 +17,7 @@ TensorCore::TensorCore(sc_core::sc_module_name name, const std::string& stat_pre
       m_kernel_launches(context.stats->counter(stat_prefix + ".kernel_launches", "kernel",
                                                "kernels the core started (each paid core.kernel_launch_cycles)")),
       m_launch_cycles(static_cast<uint64_t>(hw.core().kernel_launch_cycles())) {
+  context.stats->unit(stat_prefix, UnitKind::kTensorCore);
   const ArrayConfig array = arrayConfigOf(hw);
   const MxuTimingMode mode = timingModeOf(hw);
   for (int64_t i = 0; i < hw.mxu().per_core(); ++i) {

@@ -13,7 +13,7 @@ uint64_t vectorOpCycles(uint64_t elements, uint64_t ops_per_element, VpuShape sh
 
 VectorUnit::VectorUnit(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context,
                        VpuShape shape)
-    : ExecUnit(name, stat_prefix, context),
+    : ExecUnit(name, stat_prefix, UnitKind::kVpu, context),
       m_shape(shape),
       m_element_ops(context.stats->counter(stat_prefix + ".element_ops", "op",
                                            "element operations performed (elements x ops per element)")) {}

@@ -46,6 +46,7 @@ Cmem::Cmem(sc_core::sc_module_name name, const std::string& stat_prefix, const C
       m_lines_dirtied(stats.counter(stat_prefix + ".lines_dirtied", "lines", "clean or new lines a write made dirty")),
       m_busy(stats.counter(stat_prefix + ".busy_cycles", "cycles", "cycles the CMEM port was moving data")),
       m_transfers(stats.counter(stat_prefix + ".transfers", "count", "transfers the DMA engines sent to CMEM")) {
+  stats.unit(stat_prefix, UnitKind::kCmem);
   socket.register_b_transport(this, &Cmem::b_transport);
   m_hbm_payload.set_data_ptr(nullptr);  // timing only, as the DMA engines
   if (geometry.mode == CmemMode::kCache) {

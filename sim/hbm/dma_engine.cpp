@@ -49,7 +49,7 @@ class DmaEngine::Slot : public sc_core::sc_module {
 
 DmaEngine::DmaEngine(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context,
                      uint64_t max_outstanding)
-    : ExecUnit(name, stat_prefix, context),
+    : ExecUnit(name, stat_prefix, UnitKind::kDma, context),
       socket("socket"),
       m_bytes(context.stats->counter(stat_prefix + ".bytes", "B", "bytes transferred")),
       m_peak_in_flight(

@@ -13,6 +13,7 @@ Hbm::Hbm(sc_core::sc_module_name name, const std::string& stat_prefix, const Clo
                            "the DRAM; dram_memoized: cycles the shared channel was held")),
       m_transfers(stats.counter(stat_prefix + ".transfers", "count", "transfers served")),
       m_timing(makeHbmTiming(hw, clock, stats, stat_prefix, m_busy)) {
+  stats.unit(stat_prefix, UnitKind::kHbm);
   socket.register_b_transport(this, &Hbm::b_transport);
   const Counter* busy = &m_busy;
   const Counter* total = &total_cycles;

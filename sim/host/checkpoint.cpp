@@ -14,6 +14,7 @@ CheckpointWriter::CheckpointWriter(const HostPipelineConfig& host, uint64_t stat
       m_bytes(stats.counter(stat_prefix + ".bytes", "bytes", "checkpoint bytes written to storage")),
       m_stall(stats.counter(stat_prefix + ".stall_ps", "ps",
                             "time the device waited for checkpoints (copy to host, then write to storage)")) {
+  stats.unit(stat_prefix, UnitKind::kCheckpoint);
   checkHostConfig(host);
   if (m_every > 0 && state_bytes == 0) {
     throw Error(ErrorKind::kInvalidInput,

@@ -63,6 +63,7 @@ HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64
       m_bottleneck(stats.counter(
           stat_prefix + ".bottleneck", "code",
           "what limits the step (docs/host.md): 0 device, 1 host storage read, 2 host map, 3 pcie, 4 checkpoint")) {
+  stats.unit(stat_prefix, UnitKind::kHost);
   // Formulas capture only counters, which the registry owns: they stay valid
   // after the model is gone.
   const Counter& elapsed = m_elapsed;
@@ -73,9 +74,9 @@ HostModel::HostModel(const HostPipelineConfig& host, uint64_t batch_size, uint64
   };
   stats.formula(stat_prefix + ".device.utilization", "fraction", "device compute / elapsed", fraction(m_compute));
   stats.formula(stat_prefix + ".input_stall_fraction", "fraction", "input stall / elapsed", fraction(m_input_stall));
-  const Counter& read_busy = *stats.find(stat_prefix + ".read.busy_ps")->counter;
-  const Counter& map_busy = *stats.find(stat_prefix + ".map.busy_ps")->counter;
-  const Counter& pcie_busy = *stats.find(stat_prefix + ".pcie.infeed.busy_ps")->counter;
+  const Counter& read_busy = *stats.at(stat_prefix + ".read.busy_ps").counter;
+  const Counter& map_busy = *stats.at(stat_prefix + ".map.busy_ps").counter;
+  const Counter& pcie_busy = *stats.at(stat_prefix + ".pcie.infeed.busy_ps").counter;
   stats.formula(stat_prefix + ".read.utilization", "fraction", "storage read busy / elapsed", fraction(read_busy));
   stats.formula(stat_prefix + ".map.utilization", "fraction", "map busy / (threads x elapsed)",
                 fraction(map_busy, static_cast<double>(host.num_parallel_calls)));

@@ -10,6 +10,7 @@ PcieLink::PcieLink(double gbps, double latency_us, StatsRegistry& stats, const s
       m_bytes(stats.counter(stat_prefix + ".bytes", "bytes", "bytes moved over this direction of PCIe")),
       m_busy(stats.counter(stat_prefix + ".busy_ps", "ps", "time this direction of PCIe was moving bytes")),
       m_transfers(stats.counter(stat_prefix + ".transfers", "count", "PCIe transfers in this direction")) {
+  stats.unit(stat_prefix, UnitKind::kPcie);
   requirePositive(gbps, "host.pcie_gbps", "GB/s");
   requireNonNegative(latency_us, "host.pcie_latency_us", "us");
   m_latency = picosFromMicros(latency_us);

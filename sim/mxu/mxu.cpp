@@ -17,7 +17,7 @@ MatmulShape matmulShapeOf(const program::MatMul& matmul) {
 
 Mxu::Mxu(sc_core::sc_module_name name, const std::string& stat_prefix, const UnitContext& context, ArrayConfig array,
          MxuTimingMode mode)
-    : ExecUnit(name, stat_prefix, context),
+    : ExecUnit(name, stat_prefix, UnitKind::kMxu, context),
       m_array(array),
       m_mode(mode),
       m_macs(context.stats->counter(stat_prefix + ".macs", "MAC",

@@ -40,7 +40,21 @@ TEST(Stats, DuplicateAndUnknownNamesAreErrors) {
   stats.counter("x", "count", "x");
   EXPECT_THROW(stats.counter("x", "count", "again"), Error);
   EXPECT_THROW(stats.value("y"), Error);
+  EXPECT_THROW(stats.at("y"), Error);  // a misspelt name is an error, never 0
   EXPECT_EQ(stats.find("y"), nullptr);
+}
+
+TEST(Stats, UnitsSayWhatTheyAreOnce) {
+  StatsRegistry stats;
+  stats.unit("chip0.core0.dma0", UnitKind::kDma);
+  stats.unit("chip0.hbm", UnitKind::kHbm);
+  EXPECT_EQ(stats.kindOf("chip0.core0.dma0"), UnitKind::kDma);
+  EXPECT_EQ(stats.kindOf("chip0.hbm"), UnitKind::kHbm);
+  EXPECT_EQ(stats.kindOf("chip0.cmem"), std::nullopt);
+  ASSERT_EQ(stats.units().size(), 2u);
+  EXPECT_EQ(stats.units()[0].name, "chip0.core0.dma0");  // in declaration order
+  EXPECT_STREQ(unitKindName(stats.units()[1].kind), "hbm");
+  EXPECT_THROW(stats.unit("chip0.hbm", UnitKind::kHbm), Error);
 }
 
 }  // namespace

@@ -51,6 +51,11 @@ TEST(HostInputBound, SerialPipelineStallsTheDeviceAndNamesTheHost) {
   EXPECT_EQ(run.bottleneck, HostBottleneck::kMap);
   EXPECT_STREQ(bottleneckName(run.bottleneck), "host map");
   EXPECT_EQ(stats.value("host0.bottleneck"), 2);
+  // The host, each direction of its PCIe link and its checkpoint writer say what they are.
+  EXPECT_EQ(stats.kindOf("host0"), UnitKind::kHost);
+  EXPECT_EQ(stats.kindOf("host0.pcie.infeed"), UnitKind::kPcie);
+  EXPECT_EQ(stats.kindOf("host0.pcie.outfeed"), UnitKind::kPcie);
+  EXPECT_EQ(stats.kindOf("host0.checkpoint"), UnitKind::kCheckpoint);
 }
 
 TEST(HostInputBound, ParallelMapAndPrefetchRecover) {

@@ -31,6 +31,7 @@ void splitIntoBursts(const DramRequest& request, uint64_t burst_bytes, std::vect
 }
 
 DramCounters registerDramCounters(StatsRegistry& stats, const std::string& prefix) {
+  stats.unit(prefix, UnitKind::kDram);
   auto counter = [&](const char* name, const char* unit, const char* doc) {
     return &stats.counter(prefix + "." + name, unit, doc);
   };
