@@ -21,6 +21,7 @@
 #include "api/ps_run.hpp"
 #include "api/reference_run.hpp"
 #include "api/run_files.hpp"
+#include "api/run_options.hpp"
 #include "api/session.hpp"
 #include "api/strategy.hpp"
 #include "api/sweep.hpp"
@@ -43,83 +44,51 @@ std::string overrideText(const py::handle& value) {
   return py::str(value);
 }
 
-uint64_t positive(const std::string& name, int64_t value) {
-  if (value <= 0) throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig, name + " must be > 0");
-  return static_cast<uint64_t>(value);
+// A keyword argument's value as a run option's (api/run_options.hpp checks its type).
+tpusim::RunOptionValue runOptionValue(const std::string& name, const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>();
+  if (py::isinstance<py::int_>(value)) {
+    if (value.cast<py::int_>() < py::int_(0)) return value.cast<int64_t>();
+    return value.cast<uint64_t>();
+  }
+  if (py::isinstance<py::float_>(value)) return value.cast<double>();
+  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                      name + " takes a bool, int, float or str, not " + std::string(py::str(value.get_type())));
 }
 
-// The training keyword arguments of run() and reference(), by their RunRequest names.
+// The run options (api/run_options.hpp) given as keyword arguments of run(), compile(), ...
 void applyTraining(tpusim::RunRequest& request, const py::kwargs& training) {
   for (const auto& [key, value] : training) {
     const std::string name = py::str(key);
-    if (name == "loss")
-      request.loss = value.cast<std::string>();
-    else if (name == "optimizer")
-      request.optimizer = value.cast<std::string>();
-    else if (name == "learning_rate" || name == "lr")
-      request.learning_rate = value.cast<double>();
-    else if (name == "warmup_steps")
-      request.warmup_steps = value.cast<int64_t>();
-    else if (name == "momentum")
-      request.momentum = value.cast<double>();
-    else if (name == "nesterov")
-      request.nesterov = value.cast<bool>();
-    else if (name == "beta1")
-      request.beta1 = value.cast<double>();
-    else if (name == "beta2")
-      request.beta2 = value.cast<double>();
-    else if (name == "epsilon")
-      request.epsilon = value.cast<double>();
-    else if (name == "weight_decay")
-      request.weight_decay = value.cast<double>();
-    else if (name == "adamw")
-      request.adamw = value.cast<bool>();
-    else if (name == "micro_batches")
-      request.micro_batches = value.cast<int64_t>();
-    else if (name == "remat")
-      request.remat = value.cast<std::string>();
-    else if (name == "matmul_precision")
-      request.matmul_precision = value.cast<std::string>();
-    else if (name == "tiling_objective")
-      request.tiling_objective = value.cast<std::string>();
-    else if (name == "precision")
-      request.precision = value.cast<std::string>();
-    else if (name == "precision_rule")
-      request.precision_rule = value.cast<std::string>();
-    else if (name == "precision_rule_steps")
-      request.precision_rule_steps = value.cast<uint64_t>();
-    else if (name == "topology")
-      request.topology = value.cast<std::string>();
-    else if (name == "all_reduce_bucket_mib")
-      request.all_reduce_bucket_mib = value.cast<double>();
-    else if (name == "dp")
-      request.data_parallel = value.cast<int64_t>();
-    else if (name == "tp")
-      request.tensor_parallel = value.cast<int64_t>();
-    else if (name == "pp")
-      request.pipeline_parallel = value.cast<int64_t>();
-    else if (name == "pipeline_schedule")
-      request.pipeline_schedule = value.cast<std::string>();
-    else if (name == "strategy")
-      request.strategy = value.cast<std::string>();
-    else if (name == "workers")
-      request.workers = positive(name, value.cast<int64_t>());
-    else if (name == "steps")
-      request.steps = value.cast<uint64_t>();
-    else if (name == "seed")
-      request.seed = value.cast<uint64_t>();
-    else if (name == "threads")
-      request.threads = value.cast<int>();
-    else {
-      throw tpusim::Error(
-          tpusim::ErrorKind::kInvalidConfig,
-          "unknown keyword argument '" + name +
-              "' (training options: loss, optimizer, learning_rate, warmup_steps, momentum, nesterov, "
-              "beta1, beta2, epsilon, weight_decay, adamw, micro_batches, remat; compiler options: "
-              "precision, precision_rule, precision_rule_steps, matmul_precision, tiling_objective, topology, "
-              "all_reduce_bucket_mib, dp, tp, pp, pipeline_schedule; strategy, workers, steps, seed, threads)");
+    const tpusim::RunOption* option = tpusim::findRunOption(name);
+    if (option == nullptr) {
+      std::string known;
+      for (const tpusim::RunOption& o : tpusim::runOptions()) known += (known.empty() ? "" : ", ") + o.name;
+      throw tpusim::Error(tpusim::ErrorKind::kInvalidConfig,
+                          "unknown keyword argument '" + name + "' (run options, docs/run-options.md: " + known + ")");
     }
+    tpusim::setRunOption(request, *option, runOptionValue(name, value), name);
   }
+}
+
+// The run options' table, for tools and the test that holds the CLI, this module and the docs to it.
+py::list runOptionsTable() {
+  py::list rows;
+  for (const tpusim::RunOption& option : tpusim::runOptions()) {
+    py::dict row;
+    row["name"] = option.name;
+    row["flag"] = "--" + tpusim::runOptionFlag(option);
+    row["type"] = tpusim::runOptionTypeName(option.type);
+    row["group"] = option.group;
+    row["scope"] = option.scope == tpusim::RunOptionScope::kRun ? "run" : "model";
+    row["default"] = tpusim::runOptionDefault(option);
+    row["unit"] = option.unit;
+    row["choices"] = option.choices;
+    row["doc"] = option.doc;
+    rows.append(row);
+  }
+  return rows;
 }
 
 py::object jsonToPython(const nlohmann::ordered_json& json) {
@@ -441,6 +410,10 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(error.ptr(), e.what());
     }
   });
+  m.def("run_options", &runOptionsTable,
+        "The run options run(), compile() and the other model functions take as keyword arguments, as "
+        "tpusim run takes them as flags: a list of dicts with name, flag, type, group, scope (model: every "
+        "model command; run: tpusim run and run() alone), default, unit, choices and doc (docs/run-options.md).");
   m.def("run", &run, py::arg("path"), py::arg("hw") = "tpuv4", py::arg("mode") = py::none(),
         py::arg("batch") = py::none(), py::arg("overrides") = py::none(), py::arg("out") = py::none(),
         py::arg("functional") = false, py::arg("instructions") = true, py::arg("progress") = true,

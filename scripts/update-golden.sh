@@ -33,6 +33,10 @@ done
   2> tests/golden/passes/mlp_tensor_parallel.txt > /dev/null
 # The IR after constant_fold on a trained MLP with exported-style transposes.
 TPUSIM_UPDATE_GOLDEN=1 "$build/tests/lowering_test" --gtest_filter='ConstantFold.GoldenIrOfATrainedMlp' >/dev/null
+# The run options' tables of docs/run-options.md, from api/run_options.cpp.
+TPUSIM_UPDATE_GOLDEN=1 "$build/tests/api_test" --gtest_filter='RunOptions.TheDocsTableIsTheTable' >/dev/null
+# The run options' keyword arguments in the Python module's type stub.
+PYTHONPATH="$build/bindings" /usr/bin/python3 scripts/run_options_stub.py bindings/python/tpusim/_core.pyi
 # The input-bound table of docs/host.md.
 TPUSIM_UPDATE_GOLDEN=1 "$build/tests/host_test" --gtest_filter='HostInputBound.TableMatchesGolden' >/dev/null
 rm -rf "$out"

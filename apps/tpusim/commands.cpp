@@ -45,31 +45,16 @@ int runCommand(const std::vector<std::string>& args) {
   bool no_instructions = false;
   bool functional = false;
   bool no_progress = false;
-  uint64_t seed = 0;
-  int threads = 1;
-  uint64_t steps = 0;
   desc.add_options()("out", po::value(&out_dir)->default_value(out_dir),
                      "directory for report.json, the CSVs, trace.json and report.html")(
       "functional", po::bool_switch(&functional),
       "also compute the step's values with the MXU's numerics; inputs and outputs go to DIR/functional/*.npy")(
-      "seed", po::value(&seed)->default_value(seed), "seed of the functional run's generated inputs")(
-      "threads", po::value(&threads)->default_value(threads),
-      "CPU threads of the functional run (and --precision-rule's real steps); the values do not depend on it")(
-      "steps", po::value(&steps)->default_value(steps),
-      "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")(
-      "precision-schedule", po::value(&o.training.precision_schedule),
-      "adaptive precision: POLICY:STEPS,... (float32:100,mixed_bfloat16:900), each phase's step simulated once")(
-      "precision-rule", po::value(&o.training.precision_rule),
-      "adaptive precision by rule: \"FROM->TO when STATISTIC>NUMBER [for N]\" on each real step's gradients "
-      "(grad_norm, grad_norm_ratio, loss, loss_scale_overflows)")(
-      "precision-rule-steps",
-      po::value(&o.training.precision_rule_steps)->default_value(o.training.precision_rule_steps),
-      "training steps of a --precision-rule run, each evaluated for real")(
       "no-instructions", po::bool_switch(&no_instructions),
       "leave the per-instruction list out of report.json (per-op and per-layer figures stay)")(
       "no-progress", po::bool_switch(&no_progress),
       "print no progress on stderr (otherwise a run past a second shows a bar on a terminal, a line each 10 s in a "
       "log)");
+  addRunCommandOptions(desc, o);
   StrategyOptions strategy;
   addStrategyOptions(desc, strategy);
   if (!parse(args, desc, "usage: tpusim run MODEL [options]", true, &o.model)) return 0;
@@ -77,9 +62,6 @@ int runCommand(const std::vector<std::string>& args) {
   RunRequest request = toRequest(o);
   request.instruction_timeline = !no_instructions;
   request.functional = functional;
-  request.seed = seed;
-  request.threads = threads;
-  request.steps = steps;
   applyStrategyOptions(strategy, request);
   if (!no_progress) request.progress = progressTo(std::cerr, isatty(STDERR_FILENO) != 0);
   RunOutcome outcome = runRequest(request);

@@ -22,11 +22,14 @@ struct ModelOptions {
   int64_t batch = kBatchUnset;
   std::vector<std::string> sets;
   std::string log_level = "warn";
-  std::string topology;
-  RunRequest training;  // the training fields only
+  RunRequest training;  // the fields of the run options (api/run_options.hpp), and print_ir_after
 };
 
+// The model commands' options: the model, preset, mode, batch, --set, and the run options
+// of every model command (api/run_options.hpp), which set `o.training` as they are parsed.
 boost::program_options::options_description modelOptions(ModelOptions& o);
+// `tpusim run`'s own run options (strategy, steps, adaptive precision, the functional run).
+void addRunCommandOptions(boost::program_options::options_description& desc, ModelOptions& o);
 
 // Parses `args`, with up to `max_positionals` positional arguments (named
 // `positional_name` in errors) stored in `positionals`; returns false (after
@@ -41,16 +44,14 @@ bool parse(const std::vector<std::string>& args, boost::program_options::options
 
 RunRequest toRequest(const ModelOptions& o);
 
-// `run`'s distribution options (docs/strategies.md): --strategy NAME (api/strategy.hpp),
-// --workers (multi_worker_mirrored, ps), and ps's --sharding and --ps-tasks.
+// `run`'s parameter-server options (docs/strategies.md), overrides of the preset's ps.*:
+// --sharding and --ps-tasks (--strategy and --workers are run options).
 struct StrategyOptions {
-  std::string strategy;
-  std::string sharding;  // empty: the preset's ps.sharding
+  std::string sharding;            // empty: the preset's ps.sharding
   int64_t ps_tasks = kBatchUnset;  // unset: the preset's ps.tasks
-  int64_t workers = kBatchUnset;  // unset: none for multi_worker_mirrored, 32 for ps
 };
 void addStrategyOptions(boost::program_options::options_description& desc, StrategyOptions& s);
-// Checks the options and writes them into `request` (--sharding and --ps-tasks as overrides of ps.*).
+// Checks the options against the request's strategy and writes them into it as overrides of ps.*.
 void applyStrategyOptions(const StrategyOptions& s, RunRequest& request);
 
 }  // namespace tpusim::cli
