@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/run_options.hpp"
 #include "api/strategy.hpp"
 #include "frontend/train/precision_policy.hpp"
 #include "frontend/train/training_graph.hpp"
@@ -86,6 +87,27 @@ void checkStrategy(const config::SweepStrategy& s, size_t i) {
   }
 }
 
+// Sets in `request` the run options (api/run_options.hpp) that `message` gives: its fields
+// are named as the options, except those listed in `not_options`.
+void applyRunOptions(const google::protobuf::Message& message, const std::vector<std::string>& not_options,
+                     RunRequest& request) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  std::vector<const google::protobuf::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const google::protobuf::FieldDescriptor* field : fields) {
+    if (std::find(not_options.begin(), not_options.end(), field->name()) != not_options.end()) continue;
+    const RunOption* option = findRunOption(field->name());
+    if (option == nullptr) throw Error(ErrorKind::kInternal, "sweep spec field " + field->name() + " is no run option");
+    if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64) {
+      setRunOption(request, *option, reflection->GetInt64(message, field), field->name());
+    } else if (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING) {
+      setRunOption(request, *option, reflection->GetString(message, field), field->name());
+    } else {
+      throw Error(ErrorKind::kInternal, "sweep spec field " + field->name() + " has a type no run option has");
+    }
+  }
+}
+
 RunRequest caseRequest(const config::SweepSpec& spec, const std::string& model_path, const std::string& hw,
                        const ParamOverrides& overrides, const config::SweepStrategy& s) {
   RunRequest request;
@@ -94,16 +116,8 @@ RunRequest caseRequest(const config::SweepSpec& spec, const std::string& model_p
   request.overrides = overrides;
   if (spec.has_mode()) request.mode = spec.mode();
   if (spec.has_batch()) request.batch = spec.batch();
-  if (spec.has_precision()) request.precision = spec.precision();
-  if (spec.has_optimizer()) request.optimizer = spec.optimizer();
-  request.topology = s.topology();
-  request.data_parallel = s.dp();
-  if (s.has_tp()) request.tensor_parallel = s.tp();
-  if (s.has_pp()) request.pipeline_parallel = s.pp();
-  if (s.has_micro_batches()) request.micro_batches = s.micro_batches();
-  if (s.has_pipeline_schedule()) request.pipeline_schedule = s.pipeline_schedule();
-  request.strategy = s.strategy();
-  if (s.has_workers()) request.workers = static_cast<uint64_t>(s.workers());
+  applyRunOptions(spec, {"model", "preset", "variation", "strategy", "mode", "batch"}, request);
+  applyRunOptions(s, {}, request);
   // The summary reads the totals; a sweep's report keeps no per-instruction list.
   request.instruction_timeline = false;
   return request;

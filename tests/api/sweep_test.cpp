@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 
+#include "api/run_options.hpp"
 #include "api/sweep.hpp"
 #include "api/sweep_spec.hpp"
 #include "sim/common/error.hpp"
@@ -60,6 +62,45 @@ TEST(SweepSpec, CasesAreModelsTimesPresetsTimesVariationsTimesStrategiesTheLastF
   EXPECT_EQ(*r.batch, 8);
   EXPECT_FALSE(r.instruction_timeline);
   EXPECT_TRUE(cases[0].request.topology.empty());
+}
+
+// A spec's run options go into each case's request through the one table of run options
+// (api/run_options.hpp): every field of a strategy, and every fixed field but the model's,
+// the preset's, the variations', the strategies', mode and batch, is named as a run option of its type.
+TEST(SweepSpec, ItsFieldsAreRunOptions) {
+  const auto expectOptions = [](const google::protobuf::Descriptor& message, const std::set<std::string>& others) {
+    for (int i = 0; i < message.field_count(); ++i) {
+      const google::protobuf::FieldDescriptor& field = *message.field(i);
+      if (others.count(field.name())) continue;
+      const RunOption* option = findRunOption(field.name());
+      ASSERT_NE(option, nullptr) << message.name() << "." << field.name();
+      const bool integer = option->type == RunOptionType::kInt || option->type == RunOptionType::kUInt;
+      EXPECT_EQ(field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64, integer) << field.name();
+      EXPECT_EQ(field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING,
+                option->type == RunOptionType::kString)
+          << field.name();
+    }
+  };
+  expectOptions(*config::SweepStrategy::descriptor(), {});
+  expectOptions(*config::SweepSpec::descriptor(), {"model", "preset", "variation", "strategy", "mode", "batch"});
+  const std::vector<SweepCase> cases = casesOf(R"(
+    model: "mlp.onnx"
+    strategy { topology: "4x1x1" dp: 2 pp: 2 micro_batches: 4 pipeline_schedule: "gpipe" }
+    strategy { strategy: "ps" workers: 8 }
+    precision: "mixed_bfloat16"
+    optimizer: "adam"
+  )");
+  ASSERT_EQ(cases.size(), 2u);
+  const RunRequest& pipeline = cases[0].request;
+  EXPECT_EQ(pipeline.data_parallel, 2);
+  EXPECT_EQ(pipeline.pipeline_parallel, 2);
+  EXPECT_EQ(pipeline.micro_batches, 4);
+  EXPECT_EQ(pipeline.pipeline_schedule, "gpipe");
+  EXPECT_EQ(pipeline.precision, "mixed_bfloat16");
+  EXPECT_EQ(pipeline.optimizer, "adam");
+  EXPECT_EQ(cases[1].request.strategy, "ps");
+  EXPECT_EQ(cases[1].request.workers, std::optional<uint64_t>(8));
+  EXPECT_EQ(cases[1].request.optimizer, "adam");
 }
 
 TEST(SweepSpec, DefaultsAreTpuv4ThePresetAsItIsAndOneChip) {
