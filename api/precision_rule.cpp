@@ -175,17 +175,6 @@ PrecisionRule parsePrecisionRule(const std::string& text) {
 }
 
 RunOutcome runPrecisionRule(const RunRequest& request) {
-  if (request.precision != "float32" || !request.precision_schedule.empty()) {
-    throw Error(ErrorKind::kInvalidConfig, "give one of --precision, --precision-schedule and --precision-rule");
-  }
-  if (request.steps > 0 || !request.strategy.empty() || request.functional) {
-    throw Error(ErrorKind::kUnsupported,
-                "--precision-rule runs its own real steps on one chip; it does not combine with --steps, --strategy or "
-                "--functional");
-  }
-  if (request.mode.value_or("training") != "training") {
-    throw Error(ErrorKind::kInvalidConfig, "--precision-rule reads gradients: it needs --mode training");
-  }
   if (request.precision_rule_steps < 1) {
     throw Error(ErrorKind::kInvalidConfig, "--precision-rule-steps must be at least 1");
   }

@@ -58,14 +58,6 @@ std::vector<PrecisionPhase> parsePrecisionSchedule(const std::string& text) {
 }
 
 RunOutcome runPrecisionSchedule(const RunRequest& request) {
-  if (request.precision != "float32") {
-    throw Error(ErrorKind::kInvalidConfig, "give --precision or --precision-schedule, not both");
-  }
-  if (request.steps > 0 || !request.strategy.empty() || request.functional) {
-    throw Error(ErrorKind::kUnsupported,
-                "--precision-schedule runs each phase's step on inputs in HBM; it does not combine with --steps, "
-                "--strategy or --functional");
-  }
   const std::vector<PrecisionPhase> phases = parsePrecisionSchedule(request.precision_schedule);
   std::map<std::string, RunOutcome> by_policy;  // each policy's step, simulated once
   for (const PrecisionPhase& phase : phases) {

@@ -2,6 +2,7 @@
 
 #include "api/functional.hpp"
 #include "api/host_run.hpp"
+#include "api/option_rules.hpp"
 #include "api/parallel_degrees.hpp"
 #include "api/pipeline_run.hpp"
 #include "api/precision_rule.hpp"
@@ -63,6 +64,7 @@ void checkSavedSlice(const RunRequest& request, const program::Program& program,
 }  // namespace
 
 program::Program compileRequest(const RunRequest& request, const HardwareParams& hw, std::vector<PassTiming>* timings) {
+  checkOptionRules(request);
   if (!std::filesystem::exists(request.model_path)) {
     throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
   }
@@ -192,6 +194,7 @@ void adoptIntegerDtype(const ir::Tensor& tensor, std::map<std::string, ir::Tenso
 }  // namespace
 
 ModelGraph buildModelGraph(const RunRequest& request) {
+  checkOptionRules(request);
   if (!std::filesystem::exists(request.model_path)) {
     throw Error(ErrorKind::kInvalidInput, "model file '" + request.model_path + "' does not exist");
   }
@@ -256,10 +259,6 @@ TrainingOptions trainingOptionsOf(const RunRequest& request) {
   c.weight_decay = request.weight_decay;
   c.decoupled_weight_decay = request.adamw;
   c.nesterov = request.nesterov;
-  if (request.nesterov && c.kind != ir::OptimizerKind::kMomentum)
-    throw Error(ErrorKind::kInvalidConfig, "--nesterov applies to the momentum optimizer only");
-  if (request.adamw && c.kind != ir::OptimizerKind::kAdam)
-    throw Error(ErrorKind::kInvalidConfig, "--adamw applies to the adam optimizer only");
   options.micro_batches = request.micro_batches;
   options.rematerialize = parseRemat(request.remat);
   options.loss_scaling = needsLossScaling(parsePrecisionPolicy(request.precision));
@@ -322,14 +321,10 @@ std::map<std::string, ir::TensorValue> runReference(const RunRequest& request,
 RunOutcome runRequest(const RunRequest& request) {
   reference::checkCpuThreads(request.threads);  // before minutes of simulation, functional or not
   checkHostSteps(request.steps);
+  checkOptionRules(request);
   if (!request.precision_rule.empty()) return runPrecisionRule(request);
   if (!request.precision_schedule.empty()) return runPrecisionSchedule(request);
   const Strategy strategy = strategyFromName(request.strategy);
-  if (strategy == Strategy::kParameterServer) {
-    if (isProgramPath(request.model_path)) {
-      throw Error(ErrorKind::kUnsupported, "--strategy ps needs a model, not a saved Program (it has no graph)");
-    }
-  }
   const HardwareParams hw = resolveHardware(request);
   if (request.pipeline_parallel != 1) return runPipeline(request, hw);
   RunOutcome outcome;

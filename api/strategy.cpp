@@ -48,22 +48,11 @@ const char* strategyClassName(Strategy strategy) {
   return "";
 }
 
-std::optional<Topology> strategySlice(Strategy strategy, const std::string& topology,
-                                      std::optional<uint64_t> workers, const HardwareParams& hw) {
-  if (workers && strategy != Strategy::kMultiWorkerMirrored && strategy != Strategy::kParameterServer) {
-    throw optionError("--workers applies to --strategy multi_worker_mirrored or ps");
-  }
+std::optional<Topology> strategySlice(Strategy strategy, const std::string& topology, std::optional<uint64_t> workers,
+                                      const HardwareParams& hw) {
   if (workers && *workers == 0) throw optionError("--workers must be > 0");
-  const bool on_hosts = strategy == Strategy::kMirrored || strategy == Strategy::kMultiWorkerMirrored;
-  if (on_hosts && !topology.empty()) {
-    throw optionError(std::string("--topology gives TPUStrategy's slice (--strategy tpu); ") + strategyName(strategy) +
-                      " runs on hosts of host.chips_per_host chips");
-  }
-  if (strategy == Strategy::kTpu && topology.empty()) {
-    throw optionError("--strategy tpu needs --topology SHAPE (the pod slice)");
-  }
-  if (strategy == Strategy::kMultiWorkerMirrored && !workers) {
-    throw optionError("--strategy multi_worker_mirrored needs --workers N (hosts)");
+  if (strategy == Strategy::kMultiWorkerMirrored && !workers) {  // api/option_rules.cpp refuses it first
+    throw Error(ErrorKind::kInternal, "multi_worker_mirrored's slice needs its workers");
   }
   const TopologyKind kind = topologyKindFromName(hw.config().ici().topology());
   const auto chips_per_host = static_cast<int>(hw.config().host().chips_per_host());

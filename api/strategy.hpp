@@ -31,11 +31,10 @@ const char* strategyClassName(Strategy strategy);  // "MultiWorkerMirroredStrate
 
 // The slice a data-parallel strategy runs on, from --topology (tpu, or no strategy)
 // or the preset's hosts (mirrored, multi_worker_mirrored over `workers` hosts); none
-// for one chip or ps. Options that do not fit the strategy are one-line errors:
-// --workers other than with multi_worker_mirrored or ps, zero workers, --topology with
-// mirrored or multi_worker_mirrored, tpu without --topology.
-std::optional<Topology> strategySlice(Strategy strategy, const std::string& topology,
-                                      std::optional<uint64_t> workers, const HardwareParams& hw);
+// for one chip or ps. Zero workers is a one-line error. Which options fit the strategy is
+// checked before, by api/option_rules.hpp; multi_worker_mirrored needs its workers here.
+std::optional<Topology> strategySlice(Strategy strategy, const std::string& topology, std::optional<uint64_t> workers,
+                                      const HardwareParams& hw);
 
 // report.json's "strategy": name, class, num_replicas_in_sync, per_replica_batch,
 // global_batch, and for the multi-host ones workers and chips_per_host.

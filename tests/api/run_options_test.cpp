@@ -4,15 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "api/strategy.hpp"
 #include "frontend/train/precision_policy.hpp"
 #include "frontend/train/training_graph.hpp"
 #include "sim/common/error.hpp"
+#include "tests/support/doc_section.hpp"
 #include "tests/support/expect_error.hpp"
 
 namespace tpusim {
@@ -97,22 +95,7 @@ TEST(RunOptions, DefaultsAreThoseOfARunRequest) {
 
 // docs/run-options.md holds the table between its markers; scripts/update-golden.sh writes it.
 TEST(RunOptions, TheDocsTableIsTheTable) {
-  const std::string path = TPUSIM_SOURCE_DIR "/docs/run-options.md";
-  std::ifstream file(path);
-  ASSERT_TRUE(file) << path;
-  std::stringstream text;
-  text << file.rdbuf();
-  std::string doc = text.str();
-  const std::string begin = "<!-- run options: begin -->\n", end = "<!-- run options: end -->\n";
-  const size_t from = doc.find(begin), to = doc.find(end);
-  ASSERT_TRUE(from != std::string::npos && to != std::string::npos && from < to) << path << " lacks its markers";
-  const std::string table = doc.substr(from + begin.size(), to - from - begin.size());
-  if (std::getenv("TPUSIM_UPDATE_GOLDEN")) {
-    doc.replace(from + begin.size(), to - from - begin.size(), runOptionsMarkdown());
-    std::ofstream(path) << doc;
-    return;
-  }
-  EXPECT_EQ(table, runOptionsMarkdown()) << "regenerate with scripts/update-golden.sh after changing the options";
+  testing::expectDocSection(TPUSIM_SOURCE_DIR "/docs/run-options.md", "run options", runOptionsMarkdown());
 }
 
 }  // namespace

@@ -44,20 +44,10 @@ TEST(Strategy, EachRunsOnItsSlice) {
   EXPECT_FALSE(strategySlice(Strategy::kParameterServer, "", 8, hw));
 }
 
-TEST(Strategy, OptionsThatDoNotFitAreOneLineErrors) {
+// The options that do not fit a strategy are api/option_rules.hpp's (OptionRules.*).
+TEST(Strategy, ZeroWorkersIsAOneLineError) {
   const HardwareParams hw = HardwareParams::load("tpuv4");
-  EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kMirrored, "", 2, hw); }),
-            "--workers applies to --strategy multi_worker_mirrored or ps");
-  EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kNone, "", 2, hw); }),
-            "--workers applies to --strategy multi_worker_mirrored or ps");
   EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kMultiWorkerMirrored, "", 0, hw); }), "--workers must be > 0");
-  EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kMultiWorkerMirrored, "", std::nullopt, hw); }),
-            "--strategy multi_worker_mirrored needs --workers N (hosts)");
-  EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kMirrored, "4x4x4", std::nullopt, hw); }),
-            "--topology gives TPUStrategy's slice (--strategy tpu); mirrored runs on hosts of host.chips_per_host "
-            "chips");
-  EXPECT_EQ(errorOf([&] { strategySlice(Strategy::kTpu, "", std::nullopt, hw); }),
-            "--strategy tpu needs --topology SHAPE (the pod slice)");
 }
 
 TEST(Strategy, ReportEntryFollowsTensorFlowsDefinitions) {
