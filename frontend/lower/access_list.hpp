@@ -32,16 +32,23 @@ class AccessList {
       m_ascending = false;
     }
     m_items.push_back(access);
+    ++m_version;
   }
-  void pop_back() { m_items.pop_back(); }
+  void pop_back() {
+    m_items.pop_back();
+    ++m_version;
+  }
   void clear() {
     m_items.clear();
     m_ascending = true;
+    ++m_version;
   }
   void assign(std::vector<Access> items) {
     clear();
     for (const Access& access : items) push_back(access);
   }
+  // Changes with every change to the list: equal versions, the same accesses.
+  uint64_t version() const { return m_version; }
   std::vector<Access>::const_iterator begin() const { return m_items.begin(); }
   std::vector<Access>::const_iterator end() const { return m_items.end(); }
   // Appends the instruction of each access whose bytes overlap `range`, in emission order.
@@ -60,6 +67,7 @@ class AccessList {
  private:
   std::vector<Access> m_items;
   bool m_ascending = true;
+  uint64_t m_version = 0;
 };
 
 }  // namespace tpusim::lowering

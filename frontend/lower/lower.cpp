@@ -315,11 +315,33 @@ uint32_t Lowerer::load(const ir::Op& op, uint32_t core, const std::string& part,
   ins.add_writes(vmem);
   std::vector<uint32_t> all = deps;
   Hazards& hazards = m_hazards[hbm];
-  hazards.writers.appendOverlapping(range, all);
+  // Tile t of a tiled op waits for tile t-2's compute, which waited for tile t-2's loads: where
+  // one of those read the same bytes, tile t's load waits for their stores through it. Naming
+  // them again would give each of a tensor's n tiles that are read whole (a strided read) all
+  // n stores that wrote it, n * n dependencies in all.
+  if (!writersWaitedFor(hbm, range, deps)) hazards.writers.appendOverlapping(range, all);
   addDeps(ins, std::move(all));
+  m_load_reads[ins.id()] = {hbm, range, hazards.writers.version()};
   hazards.readers.push_back({range, ins.id()});
   m_last_load[core] = ins.id();
   return ins.id();
+}
+
+bool Lowerer::writersWaitedFor(uint32_t hbm, ByteRange range, const std::vector<uint32_t>& deps) const {
+  const uint64_t version = m_hazards[hbm].writers.version();
+  const auto covers = [&](uint32_t id) {
+    const auto read = m_load_reads.find(id);
+    return read != m_load_reads.end() && read->second.hbm == hbm && read->second.range.begin <= range.begin &&
+           range.end <= read->second.range.end && read->second.writers_version == version;
+  };
+  for (uint32_t dep : deps) {
+    if (dep == kNone || dep >= static_cast<uint32_t>(m_chip.instructions_size())) continue;
+    if (covers(dep)) return true;
+    for (uint32_t before : m_chip.instructions(static_cast<int>(dep)).deps()) {
+      if (covers(before)) return true;
+    }
+  }
+  return false;
 }
 
 uint32_t Lowerer::store(const ir::Op& op, uint32_t core, const std::string& part, uint32_t hbm, ByteRange range,

@@ -4,7 +4,8 @@
 // lower_gemm.cpp (MXU work) and lower_vector.cpp (vector unit and gathers).
 //
 // Dependencies follow byte ranges of the HBM buffers: a load waits for the
-// stores that wrote the bytes it reads, a store for the loads that read the
+// stores that wrote the bytes it reads (directly, or through an earlier load of
+// the same bytes that it already waits for), a store for the loads that read the
 // bytes it overwrites and for the stores that wrote them before. Within an op,
 // streamed tiles are double-buffered in VMEM: tile t's loads wait until tile
 // t-2 has been computed, and its compute until tile t-2 has been stored.
@@ -17,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "frontend/ir/graph.hpp"
@@ -263,6 +265,18 @@ class Lowerer {
   uint32_t m_kernel = 0;                    // Instruction.kernel of what is being lowered
   uint32_t m_scratch = UINT32_MAX;
   uint64_t m_scratch_bytes = 0;
+  // What each load read, for writersWaitedFor: its buffer, its bytes and the version of the
+  // buffer's writers then.
+  struct LoadRead {
+    uint32_t hbm;
+    ByteRange range;
+    uint64_t writers_version;
+  };
+  std::unordered_map<uint32_t, LoadRead> m_load_reads;  // per load instruction
+  // Whether `deps`, or an instruction each of them waits for directly, is a load of bytes of
+  // `hbm` that cover `range` whose writers are unchanged since: a load that waits for `deps`
+  // then already follows every store that wrote the bytes.
+  bool writersWaitedFor(uint32_t hbm, ByteRange range, const std::vector<uint32_t>& deps) const;
 };
 
 }  // namespace tpusim::lowering

@@ -1,11 +1,16 @@
 // Ops larger than VMEM are tiled: the tiles add up to the op, each fits, and they are double-buffered.
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
+#include "frontend/compile.hpp"
+#include "frontend/import/onnx_import.hpp"
 #include "frontend/lower/lower.hpp"
 #include "frontend/lower/tiling.hpp"
+#include "frontend/train/training_graph.hpp"
 #include "traces/program_format.hpp"
 
 namespace tpusim {
@@ -113,6 +118,65 @@ TEST(TiledLowering, ConsumersWaitOnlyForTheTilesTheyRead) {
     for (uint32_t dep : ins.deps()) producer_stores += by_id[dep]->op() == "first" ? 1 : 0;
     EXPECT_EQ(producer_stores, 1) << instructionName(ins);  // the one store of the same rows
   }
+}
+
+// What `from` waits for, directly or through what it waits for, back to instruction `oldest`.
+std::set<uint32_t> waitedFor(const std::map<uint32_t, const program::Instruction*>& by_id, uint32_t from,
+                             uint32_t oldest) {
+  std::set<uint32_t> seen;
+  std::vector<uint32_t> todo{from};
+  while (!todo.empty()) {
+    const uint32_t id = todo.back();
+    todo.pop_back();
+    for (uint32_t dep : by_id.at(id)->deps()) {
+      if (dep >= oldest && seen.insert(dep).second) todo.push_back(dep);
+    }
+  }
+  return seen;
+}
+
+// A strided read (a transpose) loads every tile from anywhere in its input, so each load
+// follows every store of the input. Tiles after the second wait for those stores through
+// the compute two tiles before; naming them again made n * n dependencies for n tiles
+// (found by fuzz/onnx_fuzz: a Pad to millions of rows ran out of memory in the lowering).
+TEST(TiledLowering, AStridedReadWaitsForTheInputsStoresOncePerSlot) {
+  ir::Graph g;
+  const int x = g.addInput("x", {8192, 8192}, DType::kF32, ir::TensorRole::kInput);  // 256 MiB
+  g.markOutput(g.transpose("second", g.relu("first", x), {1, 0}));
+  const program::Program program = lowerOne(g, oneCore());
+  std::map<uint32_t, const program::Instruction*> by_id;
+  std::vector<uint32_t> first_stores, second_loads;
+  for (const auto& ins : program.chips(0).instructions()) {
+    by_id[ins.id()] = &ins;
+    if (!ins.has_dma()) continue;
+    if (ins.op() == "first" && ins.dma().dst() == program::HBM) first_stores.push_back(ins.id());
+    if (ins.op() == "second" && ins.dma().dst() == program::VMEM) second_loads.push_back(ins.id());
+  }
+  ASSERT_GT(first_stores.size(), 8u);
+  ASSERT_GT(second_loads.size(), 8u);
+  size_t direct = 0;
+  for (uint32_t load : second_loads) {
+    for (uint32_t dep : by_id[load]->deps()) direct += by_id[dep]->op() == "first" ? 1 : 0;
+    const std::set<uint32_t> before = waitedFor(by_id, load, first_stores.front());
+    for (uint32_t store : first_stores) EXPECT_TRUE(before.count(store)) << instructionName(*by_id[load]);
+  }
+  EXPECT_EQ(direct, 2 * first_stores.size());  // the first tile of each of the two slots
+}
+
+// The fuzz input itself: a DenseNet whose Pad adds 4,063,232 rows to a [4, 16, 8, 8] map
+// (a 16 GiB tensor, which fits tpuv4's HBM). Its lowering ran out of memory (2.5 GB) in the
+// fuzz build on hundreds of millions of dependencies.
+TEST(TiledLowering, APadToMillionsOfRowsLowersWithFewDependencies) {
+  OnnxImportOptions options;
+  options.batch = 4;
+  const ImportedModel model =
+      importOnnxFile(std::string(TPUSIM_SOURCE_DIR) + "/tests/data/fuzz/onnx_pad_strided_deps.onnx", options);
+  const program::Program program =
+      compileGraph(buildInferenceGraph(model), HardwareParams::load("tpuv4"), LowerOptions{"pad", "inference", 4})
+          .program;
+  uint64_t deps = 0;
+  for (const auto& ins : program.chips(0).instructions()) deps += static_cast<uint64_t>(ins.deps_size());
+  EXPECT_LT(deps, 8 * static_cast<uint64_t>(program.chips(0).instructions_size())) << deps;
 }
 
 TEST(TiledLowering, ReductionOverTheBatchAccumulatesAndCombinesCores) {
