@@ -27,91 +27,90 @@ struct Row {
   operator RunOption() const { return option; }  // NOLINT: rows read as options
 };
 
-Row option(std::string name, RunOptionType type, std::string group, RunOptionScope scope, RunOptionField field,
-           std::string doc) {
-  return Row{RunOption{std::move(name), "", type, std::move(group), scope, field, std::move(doc), "", {}, false, ""}};
+Row option(std::string name, std::string group, RunOptionScope scope, RunOptionField field, std::string doc) {
+  return Row{RunOption{std::move(name), "", std::move(group), scope, field, std::move(doc), "", {}, false, ""}};
 }
 
 std::vector<RunOption> makeRunOptions() {
   return {
       // Training (docs/frontend.md): checked by buildTrainingGraph.
       option(
-          "loss", T::kString, "training", S::kModel, &R::loss,
+          "loss", "training", S::kModel, &R::loss,
           "the loss added to a model without its own; auto: softmax cross-entropy for a [batch, classes] output, else "
           "mean squared error")
           .choices({"auto", "softmax_cross_entropy", "mse"}),
-      option("optimizer", T::kString, "training", S::kModel, &R::optimizer, "the optimizer")
+      option("optimizer", "training", S::kModel, &R::optimizer, "the optimizer")
           .choices({"sgd", "momentum", "adam", "adagrad", "lars"}),
-      option("learning_rate", T::kDouble, "training", S::kModel, &R::learning_rate, "learning rate (> 0)").flag("lr"),
-      option("warmup_steps", T::kInt, "training", S::kModel, &R::warmup_steps,
+      option("learning_rate", "training", S::kModel, &R::learning_rate, "learning rate (> 0)").flag("lr"),
+      option("warmup_steps", "training", S::kModel, &R::warmup_steps,
              "linear learning-rate warmup: rate x min(1, (step + 1) / N); 0 for none")
           .unit("steps"),
-      option("momentum", T::kDouble, "training", S::kModel, &R::momentum, "momentum and LARS: in [0, 1)"),
-      option("nesterov", T::kBool, "training", S::kModel, &R::nesterov, "momentum: Nesterov's form"),
-      option("beta1", T::kDouble, "training", S::kModel, &R::beta1, "Adam: first-moment decay, in [0, 1)"),
-      option("beta2", T::kDouble, "training", S::kModel, &R::beta2, "Adam: second-moment decay, in [0, 1)"),
-      option("epsilon", T::kDouble, "training", S::kModel, &R::epsilon, "Adam, Adagrad: added to the root"),
-      option("weight_decay", T::kDouble, "training", S::kModel, &R::weight_decay, "L2 weight decay (>= 0)"),
-      option("adamw", T::kBool, "training", S::kModel, &R::adamw, "Adam: decoupled weight decay (AdamW)"),
-      option("micro_batches", T::kInt, "training", S::kModel, &R::micro_batches,
+      option("momentum", "training", S::kModel, &R::momentum, "momentum and LARS: in [0, 1)"),
+      option("nesterov", "training", S::kModel, &R::nesterov, "momentum: Nesterov's form"),
+      option("beta1", "training", S::kModel, &R::beta1, "Adam: first-moment decay, in [0, 1)"),
+      option("beta2", "training", S::kModel, &R::beta2, "Adam: second-moment decay, in [0, 1)"),
+      option("epsilon", "training", S::kModel, &R::epsilon, "Adam, Adagrad: added to the root"),
+      option("weight_decay", "training", S::kModel, &R::weight_decay, "L2 weight decay (>= 0)"),
+      option("adamw", "training", S::kModel, &R::adamw, "Adam: decoupled weight decay (AdamW)"),
+      option("micro_batches", "training", S::kModel, &R::micro_batches,
              "gradient accumulation over K slices of the batch (K divides it); with pp the pipeline's micro-batches"),
-      option("remat", T::kString, "training", S::kModel, &R::remat,
+      option("remat", "training", S::kModel, &R::remat,
              "activation rematerialization: all recomputes the forward activations in the backward")
           .choices({"none", "all"}),
       // Compiler.
       option(
-          "precision", T::kString, "compiler", S::kModel, &R::precision,
+          "precision", "compiler", S::kModel, &R::precision,
           "Keras precision policy: mixed_bfloat16 computes in bf16 with f32 variables and loss, mixed_float16 in f16 "
           "with dynamic loss scaling, int8 (inference) runs int8 matmuls and convolutions")
           .choices({"float32", "mixed_bfloat16", "mixed_float16", "int8"}),
-      option("matmul_precision", T::kString, "compiler", S::kModel, &R::matmul_precision,
+      option("matmul_precision", "compiler", S::kModel, &R::matmul_precision,
              "bf16 passes of an f32 matmul on the MXU, as XLA's: default 1, high 3, highest 6 (docs/mxu.md)")
           .choices({"default", "high", "highest"}),
-      option("tiling_objective", T::kString, "compiler", S::kModel, &R::tiling_objective,
+      option("tiling_objective", "compiler", S::kModel, &R::tiling_objective,
              "what the GEMM tiles minimize: estimated cycles, or HBM bytes")
           .choices({"cycles", "bytes"}),
       // Parallelism over an ICI slice (docs/strategies.md).
       option(
-          "topology", T::kString, "parallelism", S::kModel, &R::topology,
+          "topology", "parallelism", S::kModel, &R::topology,
           "data parallel over an ICI slice of this shape (4x4x4, of the preset's ici.topology): one replica per chip, "
           "gradients all-reduced (docs/interconnect.md); empty: one chip"),
       option(
-          "all_reduce_bucket_mib", T::kDouble, "parallelism", S::kModel, &R::all_reduce_bucket_mib,
+          "all_reduce_bucket_mib", "parallelism", S::kModel, &R::all_reduce_bucket_mib,
           "with topology: consecutive gradient all-reduces share one collective of up to this many MiB (0: one each)")
           .unit("MiB"),
-      option("dp", T::kInt, "parallelism", S::kModel, &R::data_parallel, "with topology: data-parallel degree")
+      option("dp", "parallelism", S::kModel, &R::data_parallel, "with topology: data-parallel degree")
           .shown("chips / (tp x pp)"),
-      option("tp", T::kInt, "parallelism", S::kModel, &R::tensor_parallel,
+      option("tp", "parallelism", S::kModel, &R::tensor_parallel,
              "with topology: tensor-parallel degree, Megatron matmul pairs split over consecutive chips"),
-      option("pp", T::kInt, "parallelism", S::kModel, &R::pipeline_parallel,
+      option("pp", "parallelism", S::kModel, &R::pipeline_parallel,
              "with topology: pipeline-parallel degree, the layers cut into this many stages"),
-      option("pipeline_schedule", T::kString, "parallelism", S::kModel, &R::pipeline_schedule, "with pp: the schedule")
+      option("pipeline_schedule", "parallelism", S::kModel, &R::pipeline_schedule, "with pp: the schedule")
           .choices({"gpipe", "1f1b"}),
       // Distribution strategies (api/strategy.hpp).
-      option("strategy", T::kString, "strategy", S::kRun, &R::strategy,
+      option("strategy", "strategy", S::kRun, &R::strategy,
              "the distribution strategy: mirrored (one host's chips), multi_worker_mirrored (workers hosts over the "
              "DCN), tpu (the topology slice) or ps (ParameterServerStrategy for the embedding tables); none: one "
              "chip, or the topology slice")
           .choices({"mirrored", "multi_worker_mirrored", "tpu", "ps"}),
-      option("workers", T::kUInt, "strategy", S::kRun, &R::workers,
+      option("workers", "strategy", S::kRun, &R::workers,
              "multi_worker_mirrored: hosts; ps: workers, each computing the simulated step")
           .positive()
           .shown("none; ps: 32"),
       // More than one step.
-      option("steps", T::kUInt, "steps", S::kRun, &R::steps,
+      option("steps", "steps", S::kRun, &R::steps,
              "run N steps fed by the host input pipeline and PCIe (host.*, docs/host.md); 0: one step, inputs in HBM")
           .unit("steps"),
-      option("precision_schedule", T::kString, "steps", S::kRun, &R::precision_schedule,
+      option("precision_schedule", "steps", S::kRun, &R::precision_schedule,
              "adaptive precision: POLICY:STEPS,... (float32:100,mixed_bfloat16:900), each phase's step simulated once"),
-      option("precision_rule", T::kString, "steps", S::kRun, &R::precision_rule,
+      option("precision_rule", "steps", S::kRun, &R::precision_rule,
              "adaptive precision by rule: \"FROM->TO when STATISTIC>NUMBER [for N]\" on each real step's gradients "
              "(grad_norm, grad_norm_ratio, loss, loss_scale_overflows)"),
-      option("precision_rule_steps", T::kUInt, "steps", S::kRun, &R::precision_rule_steps,
+      option("precision_rule_steps", "steps", S::kRun, &R::precision_rule_steps,
              "training steps of a precision_rule run, each evaluated for real")
           .unit("steps"),
       // The functional run (api/functional.hpp).
-      option("seed", T::kUInt, "functional", S::kRun, &R::seed, "seed of the functional run's generated inputs"),
-      option("threads", T::kInt, "functional", S::kRun, &R::threads,
+      option("seed", "functional", S::kRun, &R::seed, "seed of the functional run's generated inputs"),
+      option("threads", "functional", S::kRun, &R::threads,
              "CPU threads of the functional run (and precision_rule's real steps); the values do not depend on it"),
   };
 }
@@ -122,19 +121,30 @@ std::vector<RunOption> makeRunOptions() {
 
 // A number's text, the shortest that reads back as the same double.
 std::string numberText(double value) {
-  std::ostringstream text;
-  text.precision(std::numeric_limits<double>::max_digits10);
-  for (int digits = 1; digits <= std::numeric_limits<double>::max_digits10; ++digits) {
-    std::ostringstream trial;
-    trial.precision(digits);
-    trial << value;
-    if (std::strtod(trial.str().c_str(), nullptr) == value) return trial.str();
+  for (int digits = 1;; ++digits) {
+    std::ostringstream text;
+    text.precision(digits);
+    text << value;
+    if (digits == std::numeric_limits<double>::max_digits10 || std::strtod(text.str().c_str(), nullptr) == value) {
+      return text.str();
+    }
   }
-  text << value;
-  return text.str();
 }
 
 }  // namespace
+
+RunOptionType runOptionType(const RunOption& option) {
+  return std::visit(
+      [](auto member) {
+        using V = std::decay_t<decltype(RunRequest{}.*member)>;
+        if constexpr (std::is_same_v<V, std::string>) return T::kString;
+        if constexpr (std::is_same_v<V, bool>) return T::kBool;
+        if constexpr (std::is_same_v<V, double>) return T::kDouble;
+        if constexpr (std::is_same_v<V, uint64_t> || std::is_same_v<V, std::optional<uint64_t>>) return T::kUInt;
+        return T::kInt;
+      },
+      option.field);
+}
 
 const char* runOptionTypeName(RunOptionType type) {
   switch (type) {
@@ -242,7 +252,7 @@ void setRunOption(RunRequest& request, const RunOption& option, const RunOptionV
 
 void setRunOptionText(RunRequest& request, const RunOption& option, const std::string& text,
                       const std::string& shown_name) {
-  switch (option.type) {
+  switch (runOptionType(option)) {
     case T::kString: return setRunOption(request, option, text, shown_name);
     case T::kBool:
       if (text != "true" && text != "false") badValue(shown_name, "takes true or false, not '" + text + "'");
@@ -279,8 +289,9 @@ std::string runOptionsMarkdown() {
     std::string choices;
     for (const std::string& choice : option.choices) choices += (choices.empty() ? "" : ", ") + choice;
     out << "| `" << option.name << "` | `--" << runOptionFlag(option) << "`"
-        << (option.scope == RunOptionScope::kRun ? " (run)" : "") << " | " << runOptionTypeName(option.type) << " | "
-        << runOptionDefault(option) << " | " << option.unit << " | " << choices << " | " << option.doc << " |\n";
+        << (option.scope == RunOptionScope::kRun ? " (run)" : "") << " | " << runOptionTypeName(runOptionType(option))
+        << " | " << runOptionDefault(option) << " | " << option.unit << " | " << choices << " | " << option.doc
+        << " |\n";
   }
   return out.str();
 }

@@ -29,9 +29,8 @@ using RunOptionField =
 enum class RunOptionScope { kModel, kRun };
 
 struct RunOption {
-  std::string name;  // the Python keyword; the CLI flag is --name with '-' for '_', unless `flag` says
-  std::string flag;  // the CLI flag without "--", where it differs ("lr" for learning_rate)
-  RunOptionType type;
+  std::string name;   // the Python keyword; the CLI flag is --name with '-' for '_', unless `flag` says
+  std::string flag;   // the CLI flag without "--", where it differs ("lr" for learning_rate)
   std::string group;  // the --help and docs section: "training", "compiler", "parallelism", ...
   RunOptionScope scope;
   RunOptionField field;
@@ -46,6 +45,8 @@ struct RunOption {
 const std::vector<RunOption>& runOptions();
 // The option with this Python keyword (or its CLI flag, "lr"), or nullptr.
 const RunOption* findRunOption(std::string_view name);
+// Its type, from its field's: an integer field is kInt, an unsigned one kUInt.
+RunOptionType runOptionType(const RunOption& option);
 std::string runOptionFlag(const RunOption& option);  // "lr", "micro-batches"
 // The default as --help and the docs show it: shown_default, or the value of a default RunRequest.
 std::string runOptionDefault(const RunOption& option);

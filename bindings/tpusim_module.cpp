@@ -79,7 +79,7 @@ py::list runOptionsTable() {
     py::dict row;
     row["name"] = option.name;
     row["flag"] = "--" + tpusim::runOptionFlag(option);
-    row["type"] = tpusim::runOptionTypeName(option.type);
+    row["type"] = tpusim::runOptionTypeName(tpusim::runOptionType(option));
     row["group"] = option.group;
     row["scope"] = option.scope == tpusim::RunOptionScope::kRun ? "run" : "model";
     row["default"] = tpusim::runOptionDefault(option);

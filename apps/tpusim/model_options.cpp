@@ -30,11 +30,12 @@ void addRunOptions(po::options_description& desc, RunOptionScope scope, RunReque
     for (size_t i = 0; i < option.choices.size(); ++i) {
       values += (i == 0 ? "" : i + 1 == option.choices.size() ? " or " : ", ") + option.choices[i];
     }
-    const std::string help = option.doc + (values.empty() ? "" : " (" + values + ")") +
-                             (option.unit.empty() ? "" : " [" + option.unit + "]") +
-                             (option.type == RunOptionType::kBool ? "" : " (default " + runOptionDefault(option) + ")");
+    const std::string help =
+        option.doc + (values.empty() ? "" : " (" + values + ")") +
+        (option.unit.empty() ? "" : " [" + option.unit + "]") +
+        (runOptionType(option) == RunOptionType::kBool ? "" : " (default " + runOptionDefault(option) + ")");
     const RunOption* target = &option;
-    if (option.type == RunOptionType::kBool) {
+    if (runOptionType(option) == RunOptionType::kBool) {
       groups.back().add_options()(
           flag.c_str(),
           po::value<bool>()->zero_tokens()->implicit_value(true)->notifier(

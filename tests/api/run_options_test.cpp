@@ -27,7 +27,7 @@ TEST(RunOptions, NamesAndFlagsAreUniqueAndFound) {
     EXPECT_TRUE(flags.insert(runOptionFlag(option)).second) << option.name;
     EXPECT_EQ(findRunOption(option.name), &option);
     EXPECT_FALSE(option.doc.empty()) << option.name;
-    EXPECT_TRUE(option.choices.empty() || option.type == RunOptionType::kString) << option.name;
+    EXPECT_TRUE(option.choices.empty() || runOptionType(option) == RunOptionType::kString) << option.name;
   }
   EXPECT_EQ(findRunOption("lr"), findRunOption("learning_rate"));
   EXPECT_EQ(runOptionFlag(*findRunOption("micro_batches")), "micro-batches");

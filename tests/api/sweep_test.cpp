@@ -74,10 +74,10 @@ TEST(SweepSpec, ItsFieldsAreRunOptions) {
       if (others.count(field.name())) continue;
       const RunOption* option = findRunOption(field.name());
       ASSERT_NE(option, nullptr) << message.name() << "." << field.name();
-      const bool integer = option->type == RunOptionType::kInt || option->type == RunOptionType::kUInt;
+      const RunOptionType type = runOptionType(*option);
+      const bool integer = type == RunOptionType::kInt || type == RunOptionType::kUInt;
       EXPECT_EQ(field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64, integer) << field.name();
-      EXPECT_EQ(field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING,
-                option->type == RunOptionType::kString)
+      EXPECT_EQ(field.cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_STRING, type == RunOptionType::kString)
           << field.name();
     }
   };
