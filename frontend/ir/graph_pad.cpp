@@ -31,13 +31,16 @@ int Graph::pad(const std::string& name, int x, const std::vector<int64_t>& low, 
   for (size_t d = 0; d < rank; ++d) {
     const std::string part = name + ".d" + std::to_string(d);
     Shape shape = tensor(x).shape;
-    // Negative pads cut elements off that end.
+    // Negative pads cut elements off that end. A pad below -shape[d] cuts more than there is;
+    // checked before the negation, which -2^63 does not have.
+    const auto emptied = [&] {
+      shapeError(name, "negative padding leaves dimension " + std::to_string(d) + " (of " + std::to_string(shape[d]) +
+                           ") empty");
+    };
+    if (low[d] < -shape[d] || high[d] < -shape[d]) emptied();
     const int64_t low_cut = std::max<int64_t>(0, -low[d]), high_cut = std::max<int64_t>(0, -high[d]);
-    if (low_cut + high_cut > 0) {
-      if (low_cut + high_cut >= shape[d]) {
-        shapeError(name, "negative padding leaves dimension " + std::to_string(d) + " (of " + std::to_string(shape[d]) +
-                             ") empty");
-      }
+    if (low_cut > 0 || high_cut > 0) {
+      if (low_cut >= shape[d] - high_cut) emptied();
       std::vector<int64_t> starts(rank, 0);
       starts[d] = low_cut;
       shape[d] -= low_cut + high_cut;

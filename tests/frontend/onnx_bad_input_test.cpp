@@ -242,6 +242,15 @@ TEST(OnnxBadInput, ReshapeShapeProductOverflowsInt64) {
       << error.what();
 }
 
+// Found by fuzz/onnx_fuzz on 2026-12-08, its input committed: a Pad of -2^63 before one
+// dimension. Its negation (the rows to cut) was a signed overflow; UBSan stopped on it.
+TEST(OnnxBadInput, PadOfInt64MinIsAnError) {
+  const std::string path = std::string(TPUSIM_SOURCE_DIR) + "/tests/data/fuzz/onnx_pad_int64_min.onnx";
+  const Error error = fileError(path);
+  EXPECT_NE(error.kind(), ErrorKind::kInternal) << error.what();
+  EXPECT_NE(std::string(error.what()).find("negative padding leaves dimension"), std::string::npos) << error.what();
+}
+
 TEST(OnnxBadInput, HugeConstantNode) {
   OnnxBuilder b;
   b.input("x", {-1, 4});
