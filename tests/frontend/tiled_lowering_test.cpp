@@ -124,12 +124,12 @@ TEST(TiledLowering, ConsumersWaitOnlyForTheTilesTheyRead) {
 std::set<uint32_t> waitedFor(const std::map<uint32_t, const program::Instruction*>& by_id, uint32_t from,
                              uint32_t oldest) {
   std::set<uint32_t> seen;
-  std::vector<uint32_t> todo{from};
-  while (!todo.empty()) {
-    const uint32_t id = todo.back();
-    todo.pop_back();
+  std::vector<uint32_t> pending{from};
+  while (!pending.empty()) {
+    const uint32_t id = pending.back();
+    pending.pop_back();
     for (uint32_t dep : by_id.at(id)->deps()) {
-      if (dep >= oldest && seen.insert(dep).second) todo.push_back(dep);
+      if (dep >= oldest && seen.insert(dep).second) pending.push_back(dep);
     }
   }
   return seen;
